@@ -1,0 +1,172 @@
+"""Assemble a `Toolkit` from every source: MCP servers, skills, built-ins and your tools."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolnexus._registry import BUILTINS, BuiltinSettings, Limits
+from toolnexus._skills import Skill, discover_skills, skill_tool
+from toolnexus.tool import Resource, Tool, Toolkit
+
+__all__ = ["build", "build_async"]
+
+SkillDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
+BuiltinsOption = bool | Mapping[str, Any]
+McpOption = str | os.PathLike[str] | Mapping[str, Any] | None
+
+
+def _skill_dirs(skills: SkillDirs) -> list[Path]:
+    if skills is None:
+        return []
+    if isinstance(skills, str | os.PathLike):
+        return [Path(skills)]
+    return [Path(s) for s in skills]
+
+
+def _builtin_names(option: BuiltinsOption) -> list[str]:
+    """Names of the built-ins that ``option`` turns on, in registry order."""
+    import toolnexus.builtins  # noqa: F401  (fills the registry)
+
+    if option is True:
+        return list(BUILTINS)
+    if option is False:
+        return []
+    if not isinstance(option, Mapping):
+        raise TypeError(f"builtins must be a bool or a mapping, not {type(option).__name__}")
+    unknown_keys = set(option) - {"disabled", "enabled", "tools"}
+    if unknown_keys:
+        raise ValueError(f"unknown builtins option(s): {', '.join(sorted(unknown_keys))}")
+    if option.get("disabled") is True or option.get("enabled") is False:
+        return []
+    per_tool: Mapping[str, bool] = option.get("tools") or {}
+    unknown = set(per_tool) - set(BUILTINS)
+    if unknown:
+        raise ValueError(
+            f"unknown built-in tool(s) {', '.join(sorted(unknown))}; "
+            f"built-ins are {', '.join(sorted(BUILTINS))}"
+        )
+    return [name for name in BUILTINS if per_tool.get(name, True)]
+
+
+def _assemble(
+    mcp_tools: Iterable[Tool],
+    skills: Sequence[Skill],
+    skill_files: int,
+    builtins: BuiltinsOption,
+    settings: BuiltinSettings,
+    tools: Sequence[Tool],
+    resources: Sequence[Resource],
+) -> Toolkit:
+    own = {tool.name for tool in tools}
+    builtin_tools = [
+        BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
+    ]
+    skill_tools = [skill_tool(skills, sample=skill_files)] if skills else []
+    chosen: dict[str, Tool] = {}
+    for source in (mcp_tools, skill_tools, builtin_tools, tools):
+        for tool in source:
+            kept = chosen.get(tool.name)
+            if kept is None:
+                chosen[tool.name] = tool
+            else:
+                warnings.warn(
+                    f"tool name {tool.name!r} from source {tool.source!r} clashes with the "
+                    f"one from {kept.source!r}; keeping the {kept.source!r} tool",
+                    stacklevel=3,
+                )
+    return Toolkit(chosen.values(), skills=skills, resources=resources)
+
+
+def _settings(
+    root: str | os.PathLike[str] | None,
+    skill_dirs: Sequence[Path],
+    confine: bool,
+    limits: Limits | None,
+) -> BuiltinSettings:
+    base = Path(root) if root is not None else Path.cwd()
+    return BuiltinSettings(
+        root=base.resolve(),
+        read_only=tuple(d.resolve() for d in skill_dirs),
+        confine=confine,
+        limits=limits or Limits(),
+    )
+
+
+def build(
+    skills: SkillDirs = None,
+    builtins: BuiltinsOption = True,
+    tools: Sequence[Tool] = (),
+    *,
+    mcp: McpOption = None,
+    root: str | os.PathLike[str] | None = None,
+    confine: bool = True,
+    limits: Limits | None = None,
+    skill_files: int = 10,
+) -> Toolkit:
+    """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
+
+    Args:
+        skills: A skills directory, or a list of them; every ``**/SKILL.md`` is a skill.
+        builtins: ``True`` (default) for the ten built-in tools; ``False``,
+            ``{"disabled": True}`` or ``{"enabled": False}`` for none;
+            ``{"tools": {"bash": False}}`` to drop single tools.
+        tools: Your own `Tool` objects. One named like a built-in replaces it.
+        mcp: An ``mcp.json`` path or the same data as a dict (needs the ``mcp`` extra).
+        root: The workspace the file tools are confined to (default: the current dir).
+        confine: ``False`` lets file tools reach outside ``root`` (trusted hosts only).
+        limits: Output caps of the built-in tools.
+        skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
+
+    On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
+    with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
+    From async code with MCP servers, use `build_async`.
+
+    Example::
+
+        tk = toolnexus.build(skills="examples/skills")
+        toolnexus.to_gemini(tk)
+    """
+    skill_dirs = _skill_dirs(skills)
+    found = discover_skills(skill_dirs).skills if skill_dirs else []
+    settings = _settings(root, skill_dirs, confine, limits)
+    mcp_tools: list[Tool] = []
+    resources: list[Resource] = []
+    if mcp is not None:
+        from toolnexus._mcp import connect_mcp
+
+        mcp_tools, resource = connect_mcp(mcp)
+        resources.append(resource)
+    return _assemble(mcp_tools, found, skill_files, builtins, settings, list(tools), resources)
+
+
+async def build_async(
+    skills: SkillDirs = None,
+    builtins: BuiltinsOption = True,
+    tools: Sequence[Tool] = (),
+    *,
+    mcp: McpOption = None,
+    root: str | os.PathLike[str] | None = None,
+    confine: bool = True,
+    limits: Limits | None = None,
+    skill_files: int = 10,
+) -> Toolkit:
+    """Async `build`: connects MCP servers on the running event loop.
+
+    Use it from async code (an agent, a web server); close with ``await tk.aclose()`` or
+    ``async with``. Takes the same arguments as `build`.
+    """
+    skill_dirs = _skill_dirs(skills)
+    found = discover_skills(skill_dirs).skills if skill_dirs else []
+    settings = _settings(root, skill_dirs, confine, limits)
+    mcp_tools: list[Tool] = []
+    resources: list[Resource] = []
+    if mcp is not None:
+        from toolnexus._mcp import connect_mcp_async
+
+        mcp_tools, resource = await connect_mcp_async(mcp)
+        resources.append(resource)
+    return _assemble(mcp_tools, found, skill_files, builtins, settings, list(tools), resources)

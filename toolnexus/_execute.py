@@ -1,0 +1,137 @@
+"""Run a tool by name: `execute` (sync) and `execute_async`.
+
+Neither raises for anything a model can cause. An unknown name, arguments that are not
+an object or do not fit the schema, a tool that raises, hangs past the context's timeout
+or returns something other than text all come back as ``ToolResult(is_error=True)``
+with a message the model can act on. Cancellation still propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult
+
+__all__ = ["execute", "execute_async"]
+
+_DEFAULT_CONTEXT = ToolContext()
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(message, is_error=True)
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _unknown(tk: Toolkit, name: object) -> ToolResult:
+    available = ", ".join(tk.names) or "none"
+    return _error(f"Unknown tool {name!r}. Available tools: {available}")
+
+
+def _as_result(name: str, value: object) -> ToolResult:
+    if isinstance(value, str):
+        return ToolResult(value)
+    if isinstance(value, ToolResult):
+        if isinstance(value.output, str):
+            return value
+        return _error(  # type: ignore[unreachable]
+            f"Tool {name!r} returned output of type {type(value.output).__name__}; "
+            "expected text. This is a bug in the tool, not in the call."
+        )
+    return _error(
+        f"Tool {name!r} returned {type(value).__name__}; expected text. "
+        "This is a bug in the tool, not in the call."
+    )
+
+
+async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    if inspect.iscoroutinefunction(tool.execute):
+        value: object = await tool.execute(args, ctx)
+    else:
+        value = await asyncio.to_thread(tool.execute, args, ctx)
+        if inspect.isawaitable(value):
+            value = await value
+    return value
+
+
+async def _run_bounded(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    if ctx.timeout is None:
+        return await _invoke(tool, args, ctx)
+    return await asyncio.wait_for(_invoke(tool, args, ctx), ctx.timeout)
+
+
+async def execute_async(
+    tk: Toolkit,
+    name: str,
+    args: Any = None,
+    context: ToolContext | None = None,
+) -> ToolResult:
+    """Run tool ``name`` of ``tk`` with ``args`` and return its `ToolResult`.
+
+    ``args`` of ``None`` means no arguments (Gemini omits ``args`` for a call without
+    parameters). ``context`` carries the per-call timeout and, on a re-run after a
+    suspension, the `Answer`.
+
+    Example::
+
+        result = await toolnexus.execute_async(tk, "read", {"path": "README.md"})
+        if result.is_error:
+            ...
+    """
+    ctx = context or _DEFAULT_CONTEXT
+    tool = tk.get(name) if isinstance(name, str) else None
+    if tool is None:
+        return _unknown(tk, name)
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        return _error(f"Arguments for tool {name!r} must be a JSON object, got {_json_type(args)}.")
+    try:
+        call_args = tool.validate(args) if tool.validate else dict(args)
+        value = await _run_bounded(tool, call_args, ctx)
+    except ToolError as exc:
+        return _error(str(exc) or type(exc).__name__)
+    except TimeoutError:
+        return _error(f"Tool {name!r} timed out after {ctx.timeout:g} s.")
+    except Exception as exc:
+        return _error(f"Tool {name!r} failed: {type(exc).__name__}: {exc}")
+    return _as_result(name, value)
+
+
+def execute(
+    tk: Toolkit,
+    name: str,
+    args: Any = None,
+    context: ToolContext | None = None,
+) -> ToolResult:
+    """Run tool ``name`` of ``tk`` from synchronous code; see `execute_async`.
+
+    Inside a running event loop the call runs on a helper thread with its own loop, so
+    it never deadlocks the caller's loop.
+
+    Example::
+
+        result = toolnexus.execute(tk, "skill", {"name": "hello-world"})
+        print(result.output)
+    """
+    coro: Awaitable[ToolResult] = execute_async(tk, name, args, context)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)  # type: ignore[arg-type]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()  # type: ignore[arg-type]

@@ -1,0 +1,60 @@
+"""The registry the built-in tools fill, and the settings they are built with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolnexus.tool import Tool
+
+__all__ = ["BUILTINS", "BuiltinSettings", "Limits", "register"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Caps on what one built-in call returns, so a call cannot flood the model's context.
+
+    Output past a cap is cut, and the result says so and how to get the rest.
+    """
+
+    max_bytes: int = 50_000
+    """Bytes of output returned by ``bash``, ``read``, ``grep``, ``glob`` and ``webfetch``."""
+    max_lines: int = 2000
+    """Lines of output returned by ``bash``, ``read``, ``grep`` and ``glob``."""
+    max_line_length: int = 2000
+    """Characters kept of one line in ``read`` and ``grep`` output."""
+    read_lines: int = 2000
+    """Lines ``read`` returns when no ``limit`` is given."""
+    max_read_bytes: int = 10_000_000
+    """Largest file ``read``, ``edit`` and ``grep`` will load whole (bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinSettings:
+    """What every built-in tool is built with."""
+
+    root: Path
+    """Workspace root (absolute, resolved). File tools stay inside it; ``bash`` runs in it."""
+    read_only: tuple[Path, ...] = ()
+    """Directories readable outside the root (the skill dirs); never writable."""
+    confine: bool = True
+    """False lifts workspace confinement (for trusted hosts only)."""
+    limits: Limits = field(default_factory=Limits)
+    """Output caps."""
+
+
+BuiltinFactory = Callable[[BuiltinSettings], Tool]
+
+BUILTINS: dict[str, BuiltinFactory] = {}
+"""Built-in tool factories by name, filled when ``toolnexus.builtins`` is imported."""
+
+
+def register(name: str) -> Callable[[BuiltinFactory], BuiltinFactory]:
+    """Register ``factory`` as the built-in tool ``name``."""
+
+    def decorate(factory: BuiltinFactory) -> BuiltinFactory:
+        BUILTINS[name] = factory
+        return factory
+
+    return decorate

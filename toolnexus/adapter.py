@@ -1,0 +1,65 @@
+"""Render tools as the tool schemas of Gemini, OpenAI and Anthropic.
+
+Schema only: no network, no key. A `Toolkit` renders sorted by tool name; a list or
+tuple of tools renders in the order given. Every payload is a plain JSON-ready dict with
+no ``None`` in it: a missing description becomes ``""`` and a missing schema
+``{"type": "object"}``. The schema is otherwise passed through verbatim (copied, so a
+caller mutating the payload cannot change the tool).
+
+Example::
+
+    import toolnexus as tn
+
+    tn.to_gemini(tn.toolkit([]))   # [{"functionDeclarations": []}]
+    tn.to_openai(tn.toolkit([]))   # []
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any
+
+from toolnexus.tool import Tool
+
+__all__ = ["to_anthropic", "to_gemini", "to_openai"]
+
+
+def _fields(tool: Tool) -> tuple[str, str, dict[str, Any]]:
+    schema = copy.deepcopy(dict(tool.input_schema)) if tool.input_schema else {"type": "object"}
+    return tool.name, tool.description or "", schema
+
+
+def to_gemini(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Return ``[{"functionDeclarations": [{name, description, parameters}, ...]}]``.
+
+    Always one wrapper, also when there are no tools.
+    """
+    declarations = []
+    for tool in tools:
+        name, description, schema = _fields(tool)
+        declarations.append({"name": name, "description": description, "parameters": schema})
+    return [{"functionDeclarations": declarations}]
+
+
+def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Return ``[{"type": "function", "function": {name, description, parameters}}]``."""
+    rendered = []
+    for tool in tools:
+        name, description, schema = _fields(tool)
+        rendered.append(
+            {
+                "type": "function",
+                "function": {"name": name, "description": description, "parameters": schema},
+            }
+        )
+    return rendered
+
+
+def to_anthropic(tools: Iterable[Tool]) -> list[dict[str, Any]]:
+    """Return ``[{"name", "description", "input_schema"}]``."""
+    rendered = []
+    for tool in tools:
+        name, description, schema = _fields(tool)
+        rendered.append({"name": name, "description": description, "input_schema": schema})
+    return rendered

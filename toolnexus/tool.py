@@ -1,0 +1,251 @@
+"""Tools as data: `Tool`, `ToolResult`, `ToolContext`, `Toolkit` and `toolkit()`.
+
+A tool is a name, a description, a JSON-Schema object for its input, the source it came
+from and an execute callable. Everything a model can get wrong comes back as a
+`ToolResult` with ``is_error=True``; nothing here talks to a model provider.
+
+Example::
+
+    from toolnexus.tool import Tool, ToolResult, toolkit
+
+    def echo(args, ctx):
+        return ToolResult(args["text"])
+
+    tk = toolkit([Tool("echo", echo, "Echo the text.", {"type": "object"})])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
+
+if TYPE_CHECKING:
+    from toolnexus._skills import Skill
+
+__all__ = [
+    "Answer",
+    "ArgumentError",
+    "ExecuteFn",
+    "Request",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "Toolkit",
+    "sanitize",
+    "toolkit",
+]
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def sanitize(name: str) -> str:
+    """Return ``name`` with every character outside ``[a-zA-Z0-9_-]`` replaced by ``_``."""
+    return _UNSAFE.sub("_", name)
+
+
+class Request(TypedDict):
+    """A question a tool puts to a human (or another system) by suspending.
+
+    A tool suspends by returning a `ToolResult` whose ``metadata["pending"]`` is a Request.
+    """
+
+    id: str
+    """Unique id; the matching `Answer` carries the same id."""
+    kind: str
+    """What is asked for, e.g. ``"question"``."""
+    prompt: str
+    """Human-readable text of what is asked."""
+    url: NotRequired[str]
+    """Where the human can act (an approval page, say)."""
+    data: NotRequired[Any]
+    """Structured details for a UI (the questions and their options, say)."""
+    expiresAt: NotRequired[str]
+    """ISO-8601 time after which the request is void."""
+
+
+class Answer(TypedDict):
+    """The reply to a `Request`: ``ok`` is false when the human refused or it expired."""
+
+    id: str
+    ok: bool
+    data: NotRequired[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool call. A failure is a value, never an exception."""
+
+    output: str
+    """Text the model reads."""
+    is_error: bool = False
+    """True when the call failed; ``output`` then says why in words a model can act on."""
+    metadata: dict[str, Any] | None = None
+    """Extra data for the host (never sent to the model), e.g. ``{"pending": Request}``."""
+
+    @property
+    def pending(self) -> Request | None:
+        """The `Request` this result suspends on, if any."""
+        if self.metadata is None:
+            return None
+        pending: Request | None = self.metadata.get("pending")
+        return pending
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool's execute callable receives besides its arguments."""
+
+    timeout: float | None = None
+    """Seconds the call may run before `execute` gives up on it (``None``: no limit)."""
+    call_id: str | None = None
+    """The model's id for this call, when it sent one."""
+    answer: Answer | None = None
+    """The answer to a `Request` this tool suspended on, when the call is a re-run."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Host-defined values (a session id, a user id) passed through untouched."""
+
+
+class ToolError(Exception):
+    """Raise inside a tool to fail the call with exactly this message (no traceback text)."""
+
+
+class ArgumentError(ToolError):
+    """The arguments did not fit the tool's input schema; the message lists each problem."""
+
+
+ExecuteFn = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]
+"""``execute(args, context)``: sync or async; returns the output text or a `ToolResult`."""
+
+Validator = Callable[[Any], dict[str, Any]]
+"""Checks raw arguments and returns the ones to call with; raises `ArgumentError`."""
+
+
+def _default_schema() -> dict[str, Any]:
+    return {"type": "object"}
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool: name, execute callable, description, input schema and source.
+
+    ``name`` is sanitised to ``[a-zA-Z0-9_-]``. ``validate``, when set, runs before
+    ``execute`` and turns bad arguments into an error result that names the field.
+    """
+
+    name: str
+    execute: ExecuteFn
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=_default_schema)
+    source: str = "native"
+    validate: Validator | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", sanitize(self.name))
+
+
+class Resource(Protocol):
+    """Something a toolkit keeps open (an MCP server connection) and must close."""
+
+    def close(self) -> None:
+        """Release the resource from synchronous code."""
+
+    async def aclose(self) -> None:
+        """Release the resource from async code."""
+
+
+class Toolkit:
+    """An immutable set of tools, looked up by name and iterated in name order.
+
+    A toolkit that holds live connections (MCP servers) is closed with `close` /
+    `aclose`, or used as a ``with`` / ``async with`` block.
+    """
+
+    __slots__ = ("_by_name", "_closed", "_resources", "_skills")
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        skills: Sequence[Skill] = (),
+        resources: Sequence[Resource] = (),
+    ) -> None:
+        by_name: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in by_name:
+                raise ValueError(f"duplicate tool name {tool.name!r} in one toolkit")
+            by_name[tool.name] = tool
+        self._by_name = MappingProxyType(dict(sorted(by_name.items())))
+        self._skills = tuple(skills)
+        self._resources = tuple(resources)
+        self._closed = False
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._by_name[name]
+
+    def __repr__(self) -> str:
+        return f"Toolkit({list(self._by_name)!r})"
+
+    def get(self, name: str) -> Tool | None:
+        """Return the tool called ``name``, or ``None``."""
+        return self._by_name.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tool names in sorted order."""
+        return tuple(self._by_name)
+
+    @property
+    def skills(self) -> tuple[Skill, ...]:
+        """The skills the ``skill`` tool serves (empty when there is none)."""
+        return self._skills
+
+    @property
+    def resources(self) -> tuple[Resource, ...]:
+        """Open resources (MCP connections) closed with the toolkit."""
+        return self._resources
+
+    def close(self) -> None:
+        """Close every resource (stops MCP servers). Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for resource in reversed(self._resources):
+            resource.close()
+
+    async def aclose(self) -> None:
+        """Close every resource from async code. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for resource in reversed(self._resources):
+            await resource.aclose()
+
+    def __enter__(self) -> Toolkit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Toolkit:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def toolkit(tools: Iterable[Tool] = ()) -> Toolkit:
+    """Return a `Toolkit` of ``tools`` (names must be unique)."""
+    return Toolkit(tools)
