@@ -1,7 +1,516 @@
-"""PLACEHOLDER — replaced by the define_tool implementation."""
+"""Tools from plain Python functions: `define_tool`.
 
-from typing import Any
+The input schema and the argument validation of a function tool come from one pydantic
+model built from the function's signature, so what the model is told and what is checked
+can never disagree. The model is built on first use (the first schema render or the first
+call), which keeps defining hundreds of tools cheap.
+
+Example::
+
+    from typing import Literal
+
+    import toolnexus as tn
+
+    @tn.define_tool
+    def forecast(city: str, unit: Literal["C", "F"] = "C") -> str:
+        \"\"\"Return the weather forecast for a city.\"\"\"
+        return f"Sunny in {city}, 21 {unit}"
+
+    tk = tn.toolkit([forecast])
+    tn.execute(tk, "forecast", {"city": "Paris"}).output   # 'Sunny in Paris, 21 C'
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+import types
+import typing
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, overload
+
+import pydantic
+import pydantic_core
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import GenerateJsonSchema
+
+from toolnexus.tool import ArgumentError, Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from pydantic._internal._core_utils import CoreSchemaOrField
+
+__all__ = ["define_tool"]
+
+_Fn = Callable[..., Any]
 
 
-def define_tool(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError
+# --- docstrings --------------------------------------------------------------------------
+
+_GOOGLE_HEADER = re.compile(
+    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters)\s*:\s*$"
+)
+_ANY_GOOGLE_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_REST_FIELD = re.compile(
+    r"^:(param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\w+)\s*:(.*)$"
+)
+_REST_ANY_FIELD = re.compile(r"^:\w+")
+_NUMPY_RULE = re.compile(r"^-{3,}\s*$")
+_NUMPY_PARAM_HEADERS = {"Parameters", "Other Parameters", "Keyword Arguments"}
+_NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _is_section_start(lines: list[str], index: int) -> bool:
+    line = lines[index].strip()
+    if _ANY_GOOGLE_HEADER.match(line) or _REST_ANY_FIELD.match(line):
+        return True
+    following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+    return bool(line) and bool(_NUMPY_RULE.match(following))
+
+
+def _summary(lines: list[str]) -> str:
+    words: list[str] = []
+    for index, line in enumerate(lines):
+        if not line.strip() or _is_section_start(lines, index):
+            break
+        words.append(line.strip())
+    return " ".join(words)
+
+
+def _google_params(lines: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        if not _GOOGLE_HEADER.match(lines[index].strip()):
+            index += 1
+            continue
+        header_indent = _indent(lines[index])
+        index += 1
+        entry_indent: int | None = None
+        current: str | None = None
+        while index < len(lines):
+            line = lines[index]
+            if line.strip() and _indent(line) <= header_indent:
+                break
+            if line.strip():
+                if entry_indent is None:
+                    entry_indent = _indent(line)
+                match = _GOOGLE_ENTRY.match(line.strip())
+                if _indent(line) == entry_indent and match:
+                    current = match.group(1)
+                    found[current] = match.group(2).strip()
+                elif current is not None:
+                    found[current] = f"{found[current]} {line.strip()}".strip()
+            index += 1
+    return found
+
+
+def _rest_params(lines: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        match = _REST_FIELD.match(stripped)
+        if match:
+            current = match.group(2)
+            found[current] = match.group(3).strip()
+        elif not stripped or _REST_ANY_FIELD.match(stripped):
+            current = None
+        elif current is not None and _indent(line) > 0:
+            found[current] = f"{found[current]} {stripped}".strip()
+    return found
+
+
+def _numpy_params(lines: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    index = 0
+    while index + 1 < len(lines):
+        header = lines[index].strip()
+        if header not in _NUMPY_PARAM_HEADERS or not _NUMPY_RULE.match(lines[index + 1].strip()):
+            index += 1
+            continue
+        base = _indent(lines[index])
+        index += 2
+        current: str | None = None
+        while index < len(lines):
+            line = lines[index]
+            if index + 1 < len(lines) and _NUMPY_RULE.match(lines[index + 1].strip()):
+                break
+            match = _NUMPY_ENTRY.match(line.strip())
+            if line.strip() and _indent(line) <= base and match:
+                current = match.group(1)
+                found[current] = ""
+            elif line.strip() and current is not None:
+                found[current] = f"{found[current]} {line.strip()}".strip()
+            index += 1
+    return found
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Return the first paragraph of ``doc`` and the per-parameter descriptions in it.
+
+    Understands Google style (``Args:``), reST (``:param name:``) and numpy style
+    (``Parameters`` over a ``----------`` rule). Continuation lines are joined with spaces.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    params = _numpy_params(lines)
+    params.update(_rest_params(lines))
+    params.update(_google_params(lines))
+    return _summary(lines), {name: text for name, text in params.items() if text}
+
+
+# --- the pydantic model ------------------------------------------------------------------
+
+
+class _ToolSchemaGenerator(GenerateJsonSchema):
+    """JSON Schema without pydantic's automatic field titles."""
+
+    def field_title_should_be_set(self, schema: CoreSchemaOrField) -> bool:
+        return False
+
+    def emit_warning(self, kind: Any, detail: str) -> None:
+        # A default that cannot be shown in JSON is simply left out of the schema.
+        if kind != "non-serializable-default":
+            super().emit_warning(kind, detail)
+
+
+def _strip_none_defaults(node: Any) -> Any:
+    """Drop ``"default": null`` everywhere: "not required" already says it may be omitted."""
+    if isinstance(node, dict):
+        return {
+            key: _strip_none_defaults(value)
+            for key, value in node.items()
+            if not (key == "default" and value is None)
+        }
+    if isinstance(node, list):
+        return [_strip_none_defaults(item) for item in node]
+    return node
+
+
+def _has_description(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(isinstance(meta, FieldInfo) and meta.description for meta in annotation.__metadata__)
+
+
+def _is_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return members == [ToolContext]
+    return False
+
+
+class _Param(typing.NamedTuple):
+    name: str
+    annotation: Any
+    default: Any
+    description: str | None
+
+
+class _Spec:
+    """Everything `define_tool` learned from the function, and the model built from it."""
+
+    __slots__ = ("_lock", "_model", "_schema", "context_param", "name", "params")
+
+    def __init__(self, name: str, params: list[_Param], context_param: str | None) -> None:
+        self.name = name
+        self.params = params
+        self.context_param = context_param
+        self._lock = threading.Lock()
+        self._model: type[pydantic.BaseModel] | None = None
+        self._schema: dict[str, Any] | None = None
+
+    def model(self) -> type[pydantic.BaseModel]:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._build()
+        return self._model
+
+    def _build(self) -> type[pydantic.BaseModel]:
+        # Fields get neutral internal names and the real parameter names as aliases, so
+        # parameters such as ``json``, ``schema``, ``model_id`` or ``_private`` never clash
+        # with BaseModel's own attributes or namespaces.
+        fields: dict[str, Any] = {}
+        for index, param in enumerate(self.params):
+            info = pydantic.Field(param.default, alias=param.name)
+            if param.description and not _has_description(param.annotation):
+                info = pydantic.Field(
+                    param.default, alias=param.name, description=param.description
+                )
+            fields[f"p{index}"] = (param.annotation, info)
+        try:
+            return pydantic.create_model(
+                self.name,
+                __config__=pydantic.ConfigDict(extra="forbid"),
+                **fields,
+            )
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            raise TypeError(f"cannot build an input schema for tool {self.name!r}: {exc}") from exc
+
+    def schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            raw = self.model().model_json_schema(schema_generator=_ToolSchemaGenerator)
+            raw.pop("title", None)
+            self._schema = _strip_none_defaults(raw)
+        return self._schema
+
+    def validate(self, args: Any) -> dict[str, Any]:
+        try:
+            instance = self.model().model_validate(args)
+        except pydantic.ValidationError as exc:
+            raise ArgumentError(_describe(exc, [p.name for p in self.params])) from None
+        values = instance.__dict__
+        return {param.name: values[f"p{i}"] for i, param in enumerate(self.params)}
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe(exc: pydantic.ValidationError, known: list[str]) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        path = _location(error["loc"])
+        where = f"`{path}`" if path else "the arguments"
+        if error["type"] == "missing":
+            problems.append(f"missing required argument {where}")
+        elif error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+            allowed = ", ".join(known) or "none"
+            problems.append(f"unknown argument {where} (allowed: {allowed})")
+        else:
+            problems.append(f"{where}: {error['msg']} (got {_short(error['input'])})")
+    return "Invalid arguments: " + "; ".join(problems)
+
+
+class _LazySchema(Mapping[str, Any]):
+    """The tool's input schema, generated from the pydantic model when first read."""
+
+    __slots__ = ("_spec",)
+
+    def __init__(self, spec: _Spec) -> None:
+        self._spec = spec
+
+    def __getitem__(self, key: str) -> Any:
+        return self._spec.schema()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spec.schema())
+
+    def __len__(self) -> int:
+        return len(self._spec.schema())
+
+    def __repr__(self) -> str:
+        return repr(self._spec.schema())
+
+
+# --- return values -----------------------------------------------------------------------
+
+
+def _failure(exc: BaseException) -> ToolResult:
+    message = str(exc)
+    return ToolResult(f"{type(exc).__name__}: {message}" if message else type(exc).__name__, True)
+
+
+def _to_result(value: object) -> ToolResult:
+    if isinstance(value, str):
+        return ToolResult(value)
+    if value is None:
+        return ToolResult("")
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        try:
+            return ToolResult(bytes(value).decode("utf-8"))
+        except UnicodeDecodeError:
+            return ToolResult(
+                f"The tool returned {len(value)} bytes of binary data, which cannot be shown "
+                "as text. This is a bug in the tool, not in the call.",
+                is_error=True,
+            )
+    try:
+        return ToolResult(pydantic_core.to_json(value).decode("utf-8"))
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+        return ToolResult(
+            f"The tool returned a {type(value).__name__} that cannot be encoded as JSON ({exc}). "
+            "This is a bug in the tool, not in the call.",
+            is_error=True,
+        )
+
+
+def _call_args(spec: _Spec, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    if spec.context_param is None:
+        return args
+    return {**args, spec.context_param: ctx}
+
+
+def _sync_runner(fn: _Fn, spec: _Spec) -> Callable[[dict[str, Any], ToolContext], Any]:
+    def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult | Awaitable[ToolResult]:
+        try:
+            value = fn(**_call_args(spec, args, ctx))
+        except ToolError:
+            raise
+        except Exception as exc:
+            return _failure(exc)
+        if inspect.isawaitable(value):
+            return _finish(value)
+        return _to_result(value)
+
+    return run
+
+
+async def _finish(awaitable: Awaitable[Any]) -> ToolResult:
+    try:
+        value = await awaitable
+    except ToolError:
+        raise
+    except Exception as exc:
+        return _failure(exc)
+    return _to_result(value)
+
+
+def _async_runner(fn: _Fn, spec: _Spec) -> Callable[[dict[str, Any], ToolContext], Any]:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await _finish(fn(**_call_args(spec, args, ctx)))
+
+    return run
+
+
+# --- define_tool -------------------------------------------------------------------------
+
+_REJECTED_KINDS = {
+    inspect.Parameter.VAR_POSITIONAL: "*{} (variable positional arguments)",
+    inspect.Parameter.VAR_KEYWORD: "**{} (variable keyword arguments)",
+    inspect.Parameter.POSITIONAL_ONLY: "{} (positional-only)",
+}
+
+
+def _inspect(fn: _Fn, tool_name: str) -> tuple[list[_Param], str | None, str]:
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except (NameError, SyntaxError) as exc:
+        raise TypeError(f"cannot resolve the type hints of tool {tool_name!r}: {exc}") from exc
+    except ValueError as exc:
+        raise TypeError(f"cannot read the signature of {fn!r}: {exc}") from exc
+    summary, docs = parse_docstring(inspect.getdoc(fn))
+    params: list[_Param] = []
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        if param.kind in _REJECTED_KINDS:
+            shown = _REJECTED_KINDS[param.kind].format(param.name)
+            raise TypeError(
+                f"define_tool({tool_name!r}): parameter {shown} cannot be filled from "
+                "JSON arguments; use named parameters"
+            )
+        annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+        if _is_context(annotation):
+            if context_param is not None:
+                raise TypeError(
+                    f"define_tool({tool_name!r}): only one parameter may take the ToolContext, "
+                    f"got {context_param!r} and {param.name!r}"
+                )
+            context_param = param.name
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        params.append(_Param(param.name, annotation, default, docs.get(param.name)))
+    return params, context_param, summary
+
+
+def _is_async(fn: _Fn) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an async __call__ on an object
+    return not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
+
+
+def _make_tool(fn: _Fn, name: str | None, description: str | None) -> Tool:
+    if not callable(fn):
+        raise TypeError(f"define_tool needs a function, got {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    params, context_param, summary = _inspect(fn, tool_name)
+    spec = _Spec(tool_name, params, context_param)
+    runner = _async_runner(fn, spec) if _is_async(fn) else _sync_runner(fn, spec)
+    return Tool(
+        name=tool_name,
+        execute=runner,
+        description=summary if description is None else description,
+        input_schema=_LazySchema(spec),
+        source="native",
+        validate=spec.validate,
+    )
+
+
+@overload
+def define_tool(fn: _Fn, /, *, name: str | None = None, description: str | None = None) -> Tool: ...
+
+
+@overload
+def define_tool(
+    fn: None = None, /, *, name: str | None = None, description: str | None = None
+) -> Callable[[_Fn], Tool]: ...
+
+
+def define_tool(
+    fn: _Fn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Tool | Callable[[_Fn], Tool]:
+    """Turn a Python function into a `Tool` (source ``"native"``).
+
+    Use it as ``define_tool(fn)``, as ``@define_tool`` or as
+    ``@define_tool(name=..., description=...)``. The tool's name defaults to the
+    function's name and its description to the docstring's first paragraph; parameter
+    descriptions come from the docstring's ``Args:`` section (or ``:param x:`` fields, or
+    a numpy ``Parameters`` section), unless ``Annotated[..., Field(description=...)]``
+    gives one.
+
+    The input schema and the argument check come from one pydantic model built from the
+    type hints (on first use, so defining many tools is cheap). Unknown arguments are
+    rejected, and bad arguments never reach the function: the call fails with an error
+    result that lists every problem by field path. A parameter annotated `ToolContext`
+    receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
+    of the schema. ``*args``, ``**kwargs`` and positional-only parameters raise
+    `TypeError` here, as does a type hint that cannot be resolved.
+
+    Sync functions run in a worker thread, async ones on the event loop. The return
+    value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,
+    ``bytes`` decoded as UTF-8 (binary data is an error), anything else as JSON
+    (pydantic models, dataclasses, dates and sets included). Raising `ToolError` fails
+    the call with exactly its message; any other exception fails it with
+    ``"<ExceptionType>: message"``.
+
+    Example::
+
+        @define_tool(name="add")
+        def add_numbers(a: int, b: int = 1) -> int:
+            \"\"\"Add two integers.\"\"\"
+            return a + b
+
+        add.input_schema   # {"type": "object", "properties": {...}, "required": ["a"], ...}
+    """
+    if fn is None:
+
+        def decorate(inner: _Fn) -> Tool:
+            return _make_tool(inner, name, description)
+
+        return decorate
+    return _make_tool(fn, name, description)
