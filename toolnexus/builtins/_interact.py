@@ -1,1 +1,208 @@
-"""Placeholder: filled by the built-in tools work."""
+"""The ``question`` and ``todowrite`` built-in tools: asking the human, keeping a plan.
+
+``question`` never blocks: it *suspends*. Its result carries ``metadata["pending"]``, a
+`Request` the host shows to a human; the host re-runs the call with the `Answer` in
+``ToolContext.answer`` and the tool then returns the answer's data as JSON.
+
+Example::
+
+    import toolnexus as tn
+
+    tk = tn.build()
+    first = tn.execute(tk, "question", {"questions": [{"question": "Proceed?",
+                                                       "options": ["yes", "no"]}]})
+    request = first.pending           # {"id": ..., "kind": "question", "prompt": ...}
+    answer = {"id": request["id"], "ok": True, "data": {"answers": ["yes"]}}
+    tn.execute(tk, "question", {"questions": [...]}, tn.ToolContext(answer=answer))
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolnexus._registry import BuiltinSettings, register
+from toolnexus._schema import schema_validator
+from toolnexus.tool import Request, Tool, ToolContext, ToolError, ToolResult
+
+__all__ = ["question_tool", "render_prompt", "render_todos", "todowrite_tool"]
+
+QUESTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "header": {"type": "string"},
+                    "options": {"type": "array", "items": {"type": "string"}},
+                    "multiple": {"type": "boolean"},
+                },
+                "required": ["question"],
+            },
+        }
+    },
+    "required": ["questions"],
+    "additionalProperties": False,
+}
+
+TODOWRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "todos": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "text": {"type": "string"},
+                    "completed": {"type": "boolean"},
+                },
+                "required": ["id", "text", "completed"],
+            },
+        }
+    },
+    "required": ["todos"],
+    "additionalProperties": False,
+}
+
+_QUESTION_DESCRIPTION = """\
+Ask the human one or more questions and wait for the answers.
+
+Use it when you need a decision or information only the human has. Each item of \
+`questions` has `question` (the text), optional `header` (a short label), `options` \
+(suggested answers) and `multiple` (true when several options may be chosen). The call \
+pauses until the human answers; the result is the answers as JSON."""
+
+_TODOWRITE_DESCRIPTION = """\
+Replace your task list and show it.
+
+Pass the whole list every time as `todos`: items with `id`, `text` and `completed` \
+(true when done). Use it to plan multi-step work and to track progress."""
+
+
+def render_prompt(questions: Sequence[Mapping[str, Any]]) -> str:
+    """Return the human-readable prompt for ``questions``, one question per line.
+
+    A question with options gets `` (options: a, b)`` appended.
+
+    Example::
+
+        render_prompt([{"question": "Color?", "options": ["red", "blue"]}, {"question": "Why?"}])
+        # "Color? (options: red, blue)" + newline + "Why?"
+    """
+    lines = []
+    for item in questions:
+        text = str(item["question"])
+        options = item.get("options") or []
+        if options:
+            text += f" (options: {', '.join(options)})"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def _check_questions(questions: list[dict[str, Any]]) -> None:
+    if not questions:
+        raise ToolError("Invalid arguments: `questions` needs at least one question.")
+    for index, item in enumerate(questions):
+        if not item["question"].strip():
+            raise ToolError(f"Invalid arguments: `questions[{index}].question` is empty.")
+
+
+def _answered(answer: Mapping[str, Any]) -> ToolResult:
+    if not answer.get("ok"):
+        reason = answer.get("data")
+        detail = f": {json.dumps(reason, ensure_ascii=False)}" if reason is not None else "."
+        return ToolResult(
+            f"The human did not answer the question(s){detail} Continue without the answer "
+            "or ask differently.",
+            is_error=True,
+        )
+    return ToolResult(json.dumps(answer.get("data"), ensure_ascii=False, sort_keys=True))
+
+
+@register("question")
+def question_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
+    schema = copy.deepcopy(QUESTION_SCHEMA)
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        questions: list[dict[str, Any]] = args["questions"]
+        _check_questions(questions)
+        if ctx.answer is not None:
+            return _answered(ctx.answer)
+        prompt = render_prompt(questions)
+        request: Request = {
+            "id": ctx.call_id or uuid.uuid4().hex,
+            "kind": "question",
+            "prompt": prompt,
+            "data": {"questions": copy.deepcopy(questions)},
+        }
+        return ToolResult(
+            f"Waiting for the human to answer:\n{prompt}",
+            metadata={"pending": request},
+        )
+
+    return Tool(
+        "question",
+        execute,
+        _QUESTION_DESCRIPTION,
+        schema,
+        source="builtin",
+        validate=schema_validator(schema),
+    )
+
+
+def render_todos(todos: Sequence[Mapping[str, Any]]) -> str:
+    """Render a todo list as ``[x] text`` / ``[ ] text`` lines under a count line.
+
+    Example::
+
+        render_todos([{"id": "1", "text": "Write tests", "completed": True}])
+        # 1 of 1 todos completed
+        # [x] Write tests
+    """
+    done = sum(1 for todo in todos if todo["completed"])
+    lines = [f"{done} of {len(todos)} todos completed"]
+    lines += [f"[{'x' if todo['completed'] else ' '}] {todo['text']}" for todo in todos]
+    return "\n".join(lines)
+
+
+def _check_todos(todos: list[dict[str, Any]]) -> None:
+    seen: dict[str, int] = {}
+    for index, todo in enumerate(todos):
+        if not todo["text"].strip():
+            raise ToolError(f"Invalid arguments: `todos[{index}].text` is empty.")
+        if todo["id"] in seen:
+            raise ToolError(
+                f"Invalid arguments: `todos[{index}].id` {todo['id']!r} is already used by "
+                f"`todos[{seen[todo['id']]}]`; ids must be unique."
+            )
+        seen[todo["id"]] = index
+
+
+@register("todowrite")
+def todowrite_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``todowrite`` tool: stateless, each call replaces and renders the list."""
+    schema = copy.deepcopy(TODOWRITE_SCHEMA)
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        todos: list[dict[str, Any]] = args["todos"]
+        _check_todos(todos)
+        if not todos:
+            return ToolResult("Todo list cleared (0 todos).", metadata={"todos": []})
+        return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
+
+    return Tool(
+        "todowrite",
+        execute,
+        _TODOWRITE_DESCRIPTION,
+        schema,
+        source="builtin",
+        validate=schema_validator(schema),
+    )
