@@ -9,7 +9,10 @@ with a message the model can act on. Cancellation still propagates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -58,20 +61,69 @@ def _as_result(name: str, value: object) -> ToolResult:
     )
 
 
+def _settle(future: asyncio.Future[object], value: object, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(value)
+    elif isinstance(error, StopIteration):
+        # A Future refuses StopIteration; hand it on as an ordinary error.
+        future.set_exception(RuntimeError("the tool raised StopIteration"))
+    else:
+        future.set_exception(error)
+
+
+async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    """Run a sync execute callable on its own daemon thread.
+
+    Not the loop's default executor: a tool that hangs past its timeout would keep that
+    executor, and with it ``asyncio.run`` (and so `execute`) and interpreter exit, waiting
+    for it. A daemon thread is abandoned instead.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        value: object = None
+        error: BaseException | None = None
+        try:
+            value = context.run(tool.execute, args, ctx)
+        except BaseException as exc:
+            error = exc
+        # A closed loop means the caller gave up on this call long ago.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, future, value, error)
+
+    threading.Thread(target=work, name=f"toolnexus-{tool.name}", daemon=True).start()
+    return await future
+
+
 async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     if inspect.iscoroutinefunction(tool.execute):
         value: object = await tool.execute(args, ctx)
     else:
-        value = await asyncio.to_thread(tool.execute, args, ctx)
+        value = await _in_thread(tool, args, ctx)
         if inspect.isawaitable(value):
             value = await value
     return value
 
 
+class _Expired(Exception):
+    """The call ran past the context's timeout (not a TimeoutError raised by the tool)."""
+
+
 async def _run_bounded(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     if ctx.timeout is None:
         return await _invoke(tool, args, ctx)
-    return await asyncio.wait_for(_invoke(tool, args, ctx), ctx.timeout)
+    scope = asyncio.timeout(ctx.timeout)
+    try:
+        async with scope:
+            return await _invoke(tool, args, ctx)
+    except TimeoutError:
+        if scope.expired():
+            raise _Expired from None
+        raise
 
 
 async def execute_async(
@@ -105,7 +157,7 @@ async def execute_async(
         value = await _run_bounded(tool, call_args, ctx)
     except ToolError as exc:
         return _error(str(exc) or type(exc).__name__)
-    except TimeoutError:
+    except _Expired:
         return _error(f"Tool {name!r} timed out after {ctx.timeout:g} s.")
     except Exception as exc:
         return _error(f"Tool {name!r} failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,282 @@
+"""`execute` / `execute_async` never raise for anything a model can cause."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import toolnexus as tn
+from toolnexus import Tool, ToolContext, ToolError, ToolResult
+from toolnexus._schema import schema_validator
+
+ECHO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+NESTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"n": {"type": "integer"}},
+                "required": ["n"],
+            },
+        }
+    },
+    "required": ["items"],
+}
+
+RELEASE = threading.Event()
+"""Lets the hanging sync tool finish once a test has seen its timeout."""
+HANG_DONE = threading.Event()
+"""Set when the hanging sync tool has returned."""
+
+
+def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
+    return str(args["text"])
+
+
+def _nested(args: dict[str, Any], ctx: ToolContext) -> str:
+    return str(sum(item["n"] for item in args["items"]))
+
+
+def _raiser(exc: BaseException) -> Any:
+    def run(args: dict[str, Any], ctx: ToolContext) -> str:
+        raise exc
+
+    return run
+
+
+def _recurse(args: dict[str, Any], ctx: ToolContext) -> str:
+    return _recurse(args, ctx)
+
+
+def _returns(value: object) -> Any:
+    def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return value
+
+    return run
+
+
+def _hang_sync(args: dict[str, Any], ctx: ToolContext) -> str:
+    RELEASE.wait(30)
+    HANG_DONE.set()
+    return "released"
+
+
+async def _hang_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    await asyncio.Event().wait()
+    return "never"
+
+
+async def _async_echo(args: dict[str, Any], ctx: ToolContext) -> str:
+    return f"async {args.get('text', '')}"
+
+
+TOOLS = [
+    Tool("echo", _echo, "Echo.", ECHO_SCHEMA, validate=schema_validator(ECHO_SCHEMA)),
+    Tool("nested", _nested, "Sum.", NESTED_SCHEMA, validate=schema_validator(NESTED_SCHEMA)),
+    Tool("async_echo", _async_echo),
+    Tool("raise_value", _raiser(ValueError("bad value"))),
+    Tool("raise_tool_error", _raiser(ToolError("exactly this"))),
+    Tool("raise_empty_tool_error", _raiser(ToolError())),
+    Tool("raise_key", _raiser(KeyError("missing"))),
+    Tool("raise_timeout", _raiser(TimeoutError("upstream slow"))),
+    Tool("raise_stop", _raiser(StopIteration())),
+    Tool("raise_runtime", _raiser(RuntimeError("boom"))),
+    Tool("recurse", _recurse),
+    Tool("return_none", _returns(None)),
+    Tool("return_bytes", _returns(b"raw")),
+    Tool("return_int", _returns(42)),
+    Tool("return_bad_result", _returns(ToolResult(123))),  # type: ignore[arg-type]
+    Tool("return_result", _returns(ToolResult("fine", metadata={"k": 1}))),
+    Tool("hang_sync", _hang_sync),
+    Tool("hang_async", _hang_async),
+]
+
+
+@pytest.fixture
+def tk() -> Iterator[tn.Toolkit]:
+    RELEASE.clear()
+    HANG_DONE.clear()
+    yield tn.toolkit(TOOLS)
+    RELEASE.set()
+
+
+SHORT = ToolContext(timeout=0.2)
+
+HOSTILE: list[tuple[str, Any, Any, str]] = [
+    # (tool name, args, context, text the error must contain)
+    ("nope", {}, None, "Unknown tool 'nope'. Available tools: async_echo, echo, hang_async"),
+    ("", {}, None, "Unknown tool ''"),
+    ("ツール", {}, None, "Unknown tool 'ツール'"),
+    ("echo\n", {}, None, "Unknown tool 'echo\\n'"),
+    ("echo", [], None, "must be a JSON object, got an array"),
+    ("echo", ["text"], None, "must be a JSON object, got an array"),
+    ("echo", "text=hi", None, "must be a JSON object, got a string"),
+    ("echo", 7, None, "must be a JSON object, got a number"),
+    ("echo", 7.5, None, "must be a JSON object, got a number"),
+    ("echo", True, None, "must be a JSON object, got a boolean"),
+    ("echo", None, None, "missing required argument `text`"),
+    ("echo", {}, None, "missing required argument `text`"),
+    ("echo", {"text": 5}, None, "`text` must be a string, got integer"),
+    ("echo", {"text": None}, None, "`text` must be a string, got null"),
+    ("echo", {"text": ["a"]}, None, "`text` must be a string, got array"),
+    ("echo", {"text": "hi", "extra": 1}, None, "unknown argument `extra` (allowed: text)"),
+    ("nested", {"items": "no"}, None, "`items` must be an array, got string"),
+    ("nested", {"items": [{"n": "x"}]}, None, "`items[0].n` must be an integer, got string"),
+    ("nested", {"items": [{"n": 1}, {}]}, None, "missing required argument `items[1].n`"),
+    ("nested", {"items": [3]}, None, "`items[0]` must be an object, got integer"),
+    ("raise_value", {}, None, "Tool 'raise_value' failed: ValueError: bad value"),
+    ("raise_key", {}, None, "Tool 'raise_key' failed: KeyError: 'missing'"),
+    ("raise_timeout", {}, None, "Tool 'raise_timeout' failed: TimeoutError: upstream slow"),
+    ("raise_timeout", {}, SHORT, "Tool 'raise_timeout' failed: TimeoutError: upstream slow"),
+    (
+        "raise_stop",
+        {},
+        None,
+        "Tool 'raise_stop' failed: RuntimeError: the tool raised StopIteration",
+    ),
+    ("raise_empty_tool_error", {}, None, "ToolError"),
+    ("recurse", {}, None, "Tool 'recurse' failed: RecursionError: maximum recursion depth"),
+    ("return_none", {}, None, "Tool 'return_none' returned NoneType; expected text."),
+    ("return_bytes", {}, None, "Tool 'return_bytes' returned bytes; expected text."),
+    ("return_int", {}, None, "Tool 'return_int' returned int; expected text."),
+    ("return_bad_result", {}, None, "returned output of type int; expected text"),
+    ("hang_sync", {}, SHORT, "Tool 'hang_sync' timed out after 0.2 s."),
+    ("hang_async", {}, SHORT, "Tool 'hang_async' timed out after 0.2 s."),
+    ("echo", {"text": "x", **{f"k{i}": i for i in range(2000)}}, None, "unknown argument `k1999`"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "context", "expected"), HOSTILE)
+def test_hostile_input_is_an_error_result(
+    tk: tn.Toolkit, name: str, args: Any, context: ToolContext | None, expected: str
+) -> None:
+    result = tn.execute(tk, name, args, context)
+    assert isinstance(result, ToolResult)
+    assert result.is_error is True
+    assert expected in result.output
+
+
+@pytest.mark.parametrize(("name", "args", "context", "expected"), HOSTILE)
+async def test_hostile_input_is_an_error_result_async(
+    tk: tn.Toolkit, name: str, args: Any, context: ToolContext | None, expected: str
+) -> None:
+    result = await tn.execute_async(tk, name, args, context)
+    assert result.is_error is True
+    assert expected in result.output
+
+
+def test_tool_error_message_is_passed_on_exactly(tk: tn.Toolkit) -> None:
+    assert tn.execute(tk, "raise_tool_error") == ToolResult("exactly this", is_error=True)
+
+
+def test_name_that_is_not_a_string_is_unknown(tk: tn.Toolkit) -> None:
+    result = tn.execute(tk, 123, {})  # type: ignore[arg-type]
+    assert result.is_error
+    assert result.output.startswith("Unknown tool 123.")
+
+
+def test_unknown_tool_in_empty_toolkit_says_none() -> None:
+    result = tn.execute(tn.toolkit([]), "echo", {})
+    assert result == ToolResult("Unknown tool 'echo'. Available tools: none", is_error=True)
+
+
+def test_huge_arguments_go_through(tk: tn.Toolkit) -> None:
+    text = "ü" * 1_000_000
+    assert tn.execute(tk, "echo", {"text": text}) == ToolResult(text)
+
+
+def test_good_calls_succeed(tk: tn.Toolkit) -> None:
+    assert tn.execute(tk, "echo", {"text": "hi"}) == ToolResult("hi")
+    assert tn.execute(tk, "nested", {"items": [{"n": 1}, {"n": 2}]}) == ToolResult("3")
+    assert tn.execute(tk, "async_echo", None) == ToolResult("async ")
+    result = tn.execute(tk, "return_result")
+    assert result == ToolResult("fine", metadata={"k": 1})
+
+
+def test_sync_tools_run_off_the_calling_thread() -> None:
+    seen: list[int] = []
+
+    def where(args: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append(threading.get_ident())
+        return "ok"
+
+    assert tn.execute(tn.toolkit([Tool("where", where)]), "where").output == "ok"
+    assert seen and seen[0] != threading.get_ident()
+
+
+def test_a_hung_sync_tool_does_not_hold_up_sync_execute(tk: tn.Toolkit) -> None:
+    # The tool is still blocked when execute returns: the call was abandoned, not awaited.
+    result = tn.execute(tk, "hang_sync", {}, SHORT)
+    assert result.output == "Tool 'hang_sync' timed out after 0.2 s."
+    assert not HANG_DONE.is_set()
+
+
+def test_context_reaches_the_tool() -> None:
+    def show(args: dict[str, Any], ctx: ToolContext) -> str:
+        return f"{ctx.call_id} {ctx.extra['user']}"
+
+    tk = tn.toolkit([Tool("show", show)])
+    result = tn.execute(tk, "show", {}, ToolContext(call_id="c-1", extra={"user": "ada"}))
+    assert result.output == "c-1 ada"
+
+
+async def test_sync_execute_works_inside_a_running_loop(tk: tn.Toolkit) -> None:
+    asyncio.get_running_loop()
+    assert tn.execute(tk, "echo", {"text": "inside"}) == ToolResult("inside")
+    assert tn.execute(tk, "async_echo", {"text": "too"}) == ToolResult("async too")
+    assert tn.execute(tk, "nope").is_error
+
+
+async def test_cancellation_propagates_from_execute_async() -> None:
+    started = asyncio.Event()
+
+    async def wait_forever(args: dict[str, Any], ctx: ToolContext) -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    tk = tn.toolkit([Tool("wait", wait_forever)])
+    task = asyncio.create_task(tn.execute_async(tk, "wait", {}, ToolContext(timeout=30)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cancellation_propagates_while_a_sync_tool_runs(tk: tn.Toolkit) -> None:
+    started = threading.Event()
+
+    def block(args: dict[str, Any], ctx: ToolContext) -> str:
+        started.set()
+        RELEASE.wait(30)
+        return "released"
+
+    kit = tn.toolkit([Tool("block", block)])
+    task = asyncio.create_task(tn.execute_async(kit, "block", {}))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_calls_run_concurrently(tk: tn.Toolkit) -> None:
+    barrier = threading.Barrier(3, timeout=10)
+
+    def meet(args: dict[str, Any], ctx: ToolContext) -> str:
+        barrier.wait()
+        return str(args["i"])
+
+    kit = tn.toolkit([Tool("meet", meet)])
+    results = await asyncio.gather(*(tn.execute_async(kit, "meet", {"i": i}) for i in range(3)))
+    assert [r.output for r in results] == ["0", "1", "2"]
