@@ -1,0 +1,171 @@
+"""The bash tool: real subprocesses in a temporary workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import toolnexus
+from toolnexus import Limits, Toolkit, ToolResult
+
+
+@pytest.fixture
+def tk(tmp_path: Path) -> Toolkit:
+    return toolnexus.build(root=tmp_path)
+
+
+def bash(tk: Toolkit, command: str, **args: object) -> ToolResult:
+    return toolnexus.execute(tk, "bash", {"command": command, **args})
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+def _wait_dead(pids: list[int]) -> bool:
+    # A SIGKILLed orphan disappears once init reaps it; poll that observable state.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if all(_dead(pid) for pid in pids):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_combined_output_in_the_workspace_root(tk: Toolkit, tmp_path: Path) -> None:
+    result = bash(tk, "pwd; echo out; echo err >&2")
+    assert result.is_error is False
+    assert result.output == f"{tmp_path.resolve()}\nout\nerr\n"
+    assert result.metadata == {"exit_code": 0, "timed_out": False}
+
+
+def test_stdin_is_empty(tk: Toolkit) -> None:
+    assert bash(tk, "cat; echo done").output == "done\n"
+
+
+def test_non_zero_exit_is_an_error_naming_the_code(tk: Toolkit) -> None:
+    result = bash(tk, "echo partial; exit 3")
+    assert result.is_error is True
+    assert result.output == "partial\n[exit code 3]"
+    empty = bash(tk, "false")
+    assert empty.output == "(no output)\n[exit code 1]"
+
+
+def test_workdir_resolves_through_the_workspace(tk: Toolkit, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    assert bash(tk, "pwd", workdir="sub").output == f"{tmp_path.resolve() / 'sub'}\n"
+    escaped = bash(tk, "pwd", workdir="..")
+    assert escaped.is_error and "outside the workspace" in escaped.output
+    missing = bash(tk, "pwd", workdir="nope")
+    assert missing.is_error and "`workdir`" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("timeout", "message"),
+    [
+        (0, "`timeout` must be a positive number"),
+        (-5, "`timeout` must be a positive number"),
+        ("soon", "`timeout` must be a number"),
+        (True, "`timeout` must be a number"),
+    ],
+)
+def test_bad_timeout_is_a_validation_error(tk: Toolkit, timeout: object, message: str) -> None:
+    result = bash(tk, "echo hi", timeout=timeout)
+    assert result.is_error is True
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_malformed_arguments(tk: Toolkit) -> None:
+    assert "`command` must be a string" in bash(tk, ["ls"]).output  # type: ignore[arg-type]
+    assert "`command` is empty" in bash(tk, "  ").output
+    assert "unknown argument `cwd`" in bash(tk, "ls", cwd="/").output
+
+
+def test_timeout_kills_the_whole_process_group(tk: Toolkit, tmp_path: Path) -> None:
+    command = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; echo started; wait"
+    result = bash(tk, command, timeout=500)
+    assert result.is_error is True
+    assert result.output.startswith("started\n[command timed out after 500 ms")
+    assert result.metadata is not None and result.metadata["timed_out"] is True
+    pids = [int((tmp_path / name).read_text()) for name in ("shell.pid", "child.pid")]
+    assert _wait_dead(pids)
+
+
+async def test_cancellation_kills_the_process_group(tk: Toolkit, tmp_path: Path) -> None:
+    command = "sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    task = asyncio.create_task(toolnexus.execute_async(tk, "bash", {"command": command}))
+    while not (tmp_path / "shell.pid").exists() or not (tmp_path / "shell.pid").read_text():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pids = [int((tmp_path / name).read_text()) for name in ("shell.pid", "child.pid")]
+    assert await asyncio.to_thread(_wait_dead, pids)
+
+
+def test_background_process_holding_the_output_is_stopped(tk: Toolkit, tmp_path: Path) -> None:
+    result = bash(tk, "sleep 30 & echo $! > child.pid; echo started")
+    assert result.is_error is False
+    assert result.output.startswith("started\n")
+    assert "background processes" in result.output
+    assert _wait_dead([int((tmp_path / "child.pid").read_text())])
+
+
+def test_detached_background_process_is_left_alone(tk: Toolkit, tmp_path: Path) -> None:
+    result = bash(tk, "sleep 30 > /dev/null 2>&1 & echo $! > child.pid; echo ok")
+    assert result.output == "ok\n"
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        assert not _dead(pid)
+    finally:
+        os.kill(pid, 9)
+
+
+async def test_does_not_block_the_event_loop(tk: Toolkit, tmp_path: Path) -> None:
+    # The command waits for a file that only this event loop creates while it runs.
+    command = "while [ ! -f go ]; do sleep 0.01; done; echo released"
+    task = asyncio.create_task(
+        toolnexus.execute_async(tk, "bash", {"command": command, "timeout": 20_000})
+    )
+    await asyncio.sleep(0)
+    (tmp_path / "go").write_text("")
+    result = await task
+    assert result.output == "released\n"
+
+
+async def test_ten_megabytes_of_output_are_capped_without_buffering(tk: Toolkit) -> None:
+    tracemalloc.start()
+    try:
+        result = await toolnexus.execute_async(
+            tk, "bash", {"command": "head -c 10000000 /dev/zero | tr '\\0' a; echo; seq 3"}
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.is_error is False
+    assert len(result.output.encode()) < 50_000 + 300
+    assert result.output.startswith("a" * 1000)
+    assert "[output truncated: showed 1 of 4 lines" in result.output
+    assert "of 10000007 bytes" in result.output
+    assert "Redirect the output to a file" in result.output
+    assert peak < 3_000_000
+
+
+def test_line_cap(tmp_path: Path) -> None:
+    tk = toolnexus.build(root=tmp_path, limits=Limits(max_lines=5))
+    result = bash(tk, "seq 100")
+    assert result.output.splitlines()[:5] == ["1", "2", "3", "4", "5"]
+    assert "[output truncated: showed 5 of 100 lines" in result.output
