@@ -1,1 +1,261 @@
-"""Placeholder: filled by the built-in tools work."""
+"""The ``webfetch`` built-in tool: HTTP GET a URL and return it as Markdown, text or HTML.
+
+Only ``http`` and ``https`` URLs are fetched (never ``file://`` or other schemes). The
+body is read up to `MAX_DOWNLOAD_BYTES`; HTML is converted with ``markdownify`` (imported
+on first use) or stripped to plain text; non-text content types are refused with a clear
+message; a non-2xx status is an error that shows the status and the start of the body.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any
+
+from toolnexus._registry import BuiltinSettings, register
+from toolnexus._schema import schema_validator
+from toolnexus.builtins._output import cap
+from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["MAX_DOWNLOAD_BYTES", "html_to_markdown", "html_to_text", "webfetch_tool"]
+
+DEFAULT_TIMEOUT_S = 30.0
+MAX_DOWNLOAD_BYTES = 5_000_000
+"""Bytes of a response body read at most; the rest is not downloaded."""
+_ERROR_BODY_CHARS = 1000
+_FORMATS = ("text", "markdown", "html")
+
+WEBFETCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string"},
+        "format": {"type": "string", "enum": list(_FORMATS)},
+        "timeout": {"type": "number"},
+    },
+    "required": ["url"],
+    "additionalProperties": False,
+}
+
+_DESCRIPTION = """\
+Fetch a web page or other text resource over HTTP(S) with a GET request.
+
+Arguments: `url` (required, http:// or https://); `format` ("markdown" (default): HTML \
+converted to Markdown; "text": HTML stripped to plain text; "html": the raw body); \
+`timeout` (seconds, default 30). Non-text content (images, PDFs, archives) is refused. \
+Long pages are cut with a note."""
+
+_TEXT_TYPES = (
+    "application/json",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/javascript",
+    "application/ecmascript",
+    "application/x-javascript",
+    "application/rss+xml",
+    "application/atom+xml",
+    "application/yaml",
+    "application/x-yaml",
+    "application/toml",
+    "application/x-sh",
+    "application/sql",
+    "application/graphql",
+    "application/ld+json",
+    "image/svg+xml",
+)
+
+
+def _is_text(content_type: str) -> bool:
+    if not content_type:
+        return True  # no type given: try to read it as text
+    return (
+        content_type.startswith("text/")
+        or content_type in _TEXT_TYPES
+        or content_type.endswith(("+json", "+xml"))
+    )
+
+
+def _is_html(content_type: str, body: str) -> bool:
+    if content_type in ("text/html", "application/xhtml+xml"):
+        return True
+    if content_type:
+        return False
+    head = body[:1000].lstrip().lower()
+    return head.startswith(("<!doctype html", "<html"))
+
+
+class _TextExtractor(HTMLParser):
+    """Collects the visible text of an HTML document, one block per line."""
+
+    _SKIP = frozenset({"script", "style", "noscript", "template", "head", "svg"})
+    _BLOCK = frozenset(
+        {
+            "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article",
+            "header", "footer", "nav", "aside", "main", "h1", "h2", "h3", "h4", "h5",
+            "h6", "pre", "blockquote", "hr", "dd", "dt", "dl", "form", "title",
+        }
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._SKIP:
+            self._skipping += 1
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP:
+            self._skipping = max(0, self._skipping - 1)
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    """Return the visible text of ``html``: tags, scripts and styles gone, entities decoded.
+
+    Example::
+
+        html_to_text("<p>a &amp; b</p><script>x()</script>")   # "a & b"
+    """
+    parser = _TextExtractor()
+    parser.feed(html)
+    parser.close()
+    lines = (
+        re.sub(r"[ \t\r\f\v\xa0]+", " ", line).strip() for line in "".join(parser.parts).split("\n")
+    )
+    return "\n".join(line for line in lines if line)
+
+
+def html_to_markdown(html: str) -> str:
+    """Return ``html`` converted to Markdown (scripts and styles dropped).
+
+    Example::
+
+        html_to_markdown("<h1>Title</h1><p>a &amp; <b>b</b></p>")
+        # "# Title", a blank line, then "a & **b**"
+    """
+    from markdownify import markdownify
+
+    cleaned = re.sub(
+        r"<(script|style|noscript|template)\b[^>]*>.*?</\1\s*>", "", html, flags=re.I | re.S
+    )
+    markdown: str = markdownify(cleaned, heading_style="ATX", strip=["img"])
+    return re.sub(r"\n{3,}", "\n\n", markdown).strip()
+
+
+def _check_args(args: dict[str, Any]) -> tuple[str, str, float]:
+    url = args["url"].strip()
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme not in ("http", "https"):
+        raise ToolError(
+            f"Invalid arguments: `url` must start with http:// or https://, got {url[:200]!r}"
+        )
+    fmt = args.get("format", "markdown")
+    timeout = args.get("timeout", DEFAULT_TIMEOUT_S)
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ToolError(
+            f"Invalid arguments: `timeout` must be a positive number of seconds, got {timeout}"
+        )
+    return url, fmt, float(timeout)
+
+
+async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bool]:
+    import httpx  # imported on first use: building a toolkit stays fast
+
+    headers = {
+        "User-Agent": "toolnexus-webfetch/0.1",
+        "Accept": "text/html, text/*;q=0.9, */*;q=0.5",
+    }
+    try:
+        async with (
+            httpx.AsyncClient(timeout=seconds, follow_redirects=True, headers=headers) as client,
+            client.stream("GET", url) as response,
+        ):
+            body = bytearray()
+            cut = False
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_DOWNLOAD_BYTES:
+                    del body[MAX_DOWNLOAD_BYTES:]
+                    cut = True
+                    break
+            return response, bytes(body), cut
+    except httpx.TimeoutException:
+        raise ToolError(f"Fetching {url} timed out after {seconds:g} s.") from None
+    except httpx.InvalidURL as exc:
+        raise ToolError(f"Invalid arguments: `url` is not a valid URL: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise ToolError(f"Could not fetch {url}: {type(exc).__name__}: {exc}") from None
+
+
+def _decode(response: httpx.Response, body: bytes) -> str:
+    encoding = response.charset_encoding or "utf-8"
+    try:
+        return body.decode(encoding, errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
+
+
+async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
+    url, fmt, timeout = _check_args(args)
+    response, body, cut = await _download(url, timeout)
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    meta = {"status": response.status_code, "content_type": content_type, "url": str(response.url)}
+    if not 200 <= response.status_code < 300:
+        text = _decode(response, body) if _is_text(content_type) else ""
+        if _is_html(content_type, text):
+            text = html_to_text(text)
+        piece = text[:_ERROR_BODY_CHARS] + ("..." if len(text) > _ERROR_BODY_CHARS else "")
+        detail = f"\n{piece}" if piece.strip() else ""
+        return ToolResult(f"{status} for {url}{detail}", is_error=True, metadata=meta)
+    if not _is_text(content_type):
+        return ToolResult(
+            f"{url} returned non-text content ({content_type}, {len(body)} bytes"
+            f"{' or more' if cut else ''}); webfetch only returns text. "
+            "Download it with bash (e.g. curl -o) if you need the file.",
+            is_error=True,
+            metadata=meta,
+        )
+    text = _decode(response, body)
+    if fmt != "html" and _is_html(content_type, text):
+        text = html_to_markdown(text) if fmt == "markdown" else html_to_text(text)
+    if cut:
+        text += f"\n[download stopped after {MAX_DOWNLOAD_BYTES} bytes]"
+    output = cap(
+        text,
+        max_lines=settings.limits.max_lines,
+        max_bytes=settings.limits.max_bytes,
+        hint='Fetch a more specific URL, or use format="text" for less markup.',
+    )
+    return ToolResult(output or "(empty response body)", metadata=meta)
+
+
+@register("webfetch")
+def webfetch_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
+    schema = copy.deepcopy(WEBFETCH_SCHEMA)
+
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await _fetch(settings, args)
+
+    return Tool(
+        "webfetch",
+        execute,
+        _DESCRIPTION,
+        schema,
+        source="builtin",
+        validate=schema_validator(schema),
+    )
