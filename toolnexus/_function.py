@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import threading
 import types
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any, overload
 
 import pydantic
@@ -402,13 +404,26 @@ _REJECTED_KINDS = {
 }
 
 
-def _inspect(fn: _Fn, tool_name: str) -> tuple[list[_Param], str | None, str]:
+def _signature(fn: _Fn, tool_name: str, caller: FrameType | None) -> inspect.Signature:
     try:
-        signature = inspect.signature(fn, eval_str=True)
+        try:
+            return inspect.signature(fn, eval_str=True)
+        except NameError:
+            if caller is None:
+                raise
+            # String hints (``from __future__ import annotations``) naming a class defined
+            # next to the function inside another function resolve in the caller's scope.
+            return inspect.signature(fn, eval_str=True, locals=dict(caller.f_locals))
     except (NameError, SyntaxError) as exc:
         raise TypeError(f"cannot resolve the type hints of tool {tool_name!r}: {exc}") from exc
     except ValueError as exc:
         raise TypeError(f"cannot read the signature of {fn!r}: {exc}") from exc
+
+
+def _inspect(
+    fn: _Fn, tool_name: str, caller: FrameType | None
+) -> tuple[list[_Param], str | None, str]:
+    signature = _signature(fn, tool_name, caller)
     summary, docs = parse_docstring(inspect.getdoc(fn))
     params: list[_Param] = []
     context_param: str | None = None
@@ -440,11 +455,13 @@ def _is_async(fn: _Fn) -> bool:
     return not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
 
 
-def _make_tool(fn: _Fn, name: str | None, description: str | None) -> Tool:
+def _make_tool(
+    fn: _Fn, name: str | None, description: str | None, caller: FrameType | None
+) -> Tool:
     if not callable(fn):
         raise TypeError(f"define_tool needs a function, got {type(fn).__name__}")
     tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
-    params, context_param, summary = _inspect(fn, tool_name)
+    params, context_param, summary = _inspect(fn, tool_name, caller)
     spec = _Spec(tool_name, params, context_param)
     runner = _async_runner(fn, spec) if _is_async(fn) else _sync_runner(fn, spec)
     return Tool(
@@ -510,7 +527,7 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description)
+            return _make_tool(inner, name, description, sys._getframe(1))
 
         return decorate
-    return _make_tool(fn, name, description)
+    return _make_tool(fn, name, description, sys._getframe(1))
