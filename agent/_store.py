@@ -180,6 +180,12 @@ class Transcript:
         return cls.from_dict(json.loads(text))
 
 
+def _check_id(session_id: object) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError(f"a session id must be a non-empty string, got {session_id!r}")
+    return session_id
+
+
 def _stamped_json(transcript: Transcript) -> tuple[str, float]:
     """Serialise with a fresh ``updated_at``; fails before any state is touched."""
     now = time.time()
@@ -228,13 +234,13 @@ class MemoryStore:
 
     async def get(self, session_id: str) -> Transcript | None:
         """Return a copy of the saved transcript, or None."""
-        raw = self._data.get(session_id)
+        raw = self._data.get(_check_id(session_id))
         return None if raw is None else Transcript.from_json(raw)
 
     async def save(self, session_id: str, transcript: Transcript) -> None:
         """Store a copy of ``transcript`` (and set its ``updated_at``)."""
         raw, now = _stamped_json(transcript)
-        self._data[session_id] = raw
+        self._data[_check_id(session_id)] = raw
         transcript.updated_at = now
 
     async def delete(self, session_id: str) -> bool:
@@ -370,6 +376,7 @@ class SqliteStore:
 
     async def get(self, session_id: str) -> Transcript | None:
         """Return the saved transcript, or None for a new session."""
+        _check_id(session_id)
 
         def get(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
@@ -382,6 +389,7 @@ class SqliteStore:
 
     async def save(self, session_id: str, transcript: Transcript) -> None:
         """Replace the session's transcript in one transaction (and set its ``updated_at``)."""
+        _check_id(session_id)
         raw, now = _stamped_json(transcript)
 
         def save(conn: sqlite3.Connection) -> None:
@@ -451,15 +459,37 @@ class SqliteStore:
     async def _keep_renewed(self, session_id: str, owner: str) -> None:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
-            if not await self._run(lambda conn: self._renew(conn, session_id, owner)):
-                logger.warning("lease on session %r was lost (it expired)", session_id)
+            try:
+                renewed = await self._run(lambda conn: self._renew(conn, session_id, owner))
+            except sqlite3.Error as exc:  # a busy database now and then: try again next time
+                logger.warning("could not renew the lease on session %r: %s", session_id, exc)
+                continue
+            if not renewed:
+                logger.warning("the lease on session %r expired and was taken over", session_id)
                 return
+
+    async def _release_quietly(self, session_id: str, owner: str) -> None:
+        try:
+            await self._run(lambda conn: self._release(conn, session_id, owner))
+        except sqlite3.Error as exc:  # the lease then simply expires
+            logger.warning("could not release the lease on session %r: %s", session_id, exc)
 
     @contextlib.asynccontextmanager
     async def lock_session(self, session_id: str) -> AsyncIterator[None]:
         """Hold ``session_id`` for one run, across processes; see `session_lock`."""
         owner = uuid.uuid4().hex
-        await self._run(lambda conn: self._acquire(conn, session_id, owner))
+        acquiring = asyncio.ensure_future(
+            self._run(lambda conn: self._acquire(conn, session_id, owner))
+        )
+        try:
+            await asyncio.shield(acquiring)
+        except asyncio.CancelledError:
+            # The worker thread may still take the lease: give it back rather than leave it
+            # blocking the session until it expires.
+            with contextlib.suppress(Exception):
+                await acquiring
+                await self._release_quietly(session_id, owner)
+            raise
         renewer = asyncio.create_task(self._keep_renewed(session_id, owner))
         try:
             yield
@@ -467,7 +497,7 @@ class SqliteStore:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            await self._run(lambda conn: self._release(conn, session_id, owner))
+            await self._release_quietly(session_id, owner)
 
 
 # In-process holders: id(store) -> (store, held session ids). The store is kept referenced
@@ -490,6 +520,7 @@ async def session_lock(store: Store, session_id: str) -> AsyncIterator[None]:
             ...
             await store.save("alice", transcript)
     """
+    _check_id(session_id)
     key = id(store)
     with _held_mutex:
         _, held = _held.setdefault(key, (store, set()))

@@ -513,3 +513,40 @@ async def test_sqlite_lease_is_renewed_while_held(tmp_path: Path) -> None:
         with pytest.raises(SessionBusyError):
             async with session_lock(b, "chat"):
                 pass
+
+
+@pytest.mark.parametrize("bad", ["", None, 3])
+async def test_session_id_must_be_a_non_empty_string(store: Store, bad: Any) -> None:
+    with pytest.raises(ValueError, match="non-empty string"):
+        await store.get(bad)
+    with pytest.raises(ValueError, match="non-empty string"):
+        await store.save(bad, transcript(USER_TURN))
+    with pytest.raises(ValueError, match="non-empty string"):
+        async with session_lock(store, bad):
+            pass
+
+
+async def test_sqlite_cancelled_while_acquiring_leaves_no_lease(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    async with SqliteStore(db) as s:
+        await s.session_ids()  # creates the schema
+        blocker = sqlite3.connect(db, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another writer: the lease insert has to wait
+
+        async def run() -> None:
+            async with session_lock(s, "chat"):
+                pytest.fail("the run should have been cancelled before it started")
+
+        task = asyncio.create_task(run())
+        while not s._mutex.locked():  # the worker thread is inside the lease transaction
+            await asyncio.sleep(0.005)
+        task.cancel()
+        blocker.execute("COMMIT")
+        blocker.close()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
+        conn.close()
+        async with session_lock(s, "chat"):
+            pass
