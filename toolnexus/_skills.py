@@ -99,7 +99,7 @@ class SkillInventory:
     skills: tuple[Skill, ...] = ()
     """The skills, in deterministic walk order (sorted by path)."""
     skipped: tuple[SkippedSkill, ...] = ()
-    """Everything passed over, with a reason, in walk order."""
+    """Everything passed over, each with a reason."""
 
 
 # --- walking -------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def list_skills(dirs: SkillDirs) -> SkillInventory:
 
     Example::
 
-        inventory = toolnexus.list_skills(["skills", "~/.agent/skills"])
+        inventory = toolnexus.list_skills(["skills", Path.home() / ".agent" / "skills"])
         names = [skill.name for skill in inventory.skills]
         problems = [(s.path, s.reason, s.detail) for s in inventory.skipped]
     """
