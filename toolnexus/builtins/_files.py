@@ -1,1 +1,512 @@
-"""Placeholder: filled by the built-in tools work."""
+"""The file tools ``read``, ``write``, ``edit`` and ``apply_patch``.
+
+Every path goes through `Workspace`: relative paths are taken from the workspace root,
+symlinks are followed, and anything that lands outside the root is refused (the skill
+directories may be read, never changed). Files are UTF-8 text; binary files are refused.
+
+Writes are atomic per file (a temporary file in the same directory replaces the target
+in one step), keep a file's permission bits, its byte-order mark and its CRLF line
+endings. ``apply_patch`` plans the whole patch in memory first, so either every file
+changes or none does.
+
+``read`` returns numbered lines, ``NNNNN| text`` (the number is 1-based and padded to
+five digits), followed by a blank line and a note in parentheses that says which lines
+were shown and how to get more. The prefix is not part of the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from toolnexus._registry import BuiltinSettings, Limits, register
+from toolnexus._schema import schema_validator
+from toolnexus.builtins._patch import PatchError, parse_patch, plan_patch
+from toolnexus.builtins._text import (
+    BOM,
+    TextFile,
+    atomic_write,
+    decode,
+    is_uniform_crlf,
+    looks_binary,
+    match_line_endings,
+)
+from toolnexus.builtins._workspace import Workspace
+from toolnexus.tool import Tool, ToolContext, ToolError
+
+__all__ = ["apply_patch_tool", "edit_tool", "read_tool", "write_tool"]
+
+_MAX_PATH = 4096
+_LINE_PREFIX = re.compile(r"^\s*\d+\| ?", re.MULTILINE)
+
+
+def _schema(properties: dict[str, str], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in properties.items()},
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def read_schema() -> dict[str, Any]:
+    """Return the input schema of ``read`` (the shared contract, exactly)."""
+    return _schema({"path": "string", "offset": "number", "limit": "number"}, ["path"])
+
+
+def write_schema() -> dict[str, Any]:
+    """Return the input schema of ``write``."""
+    return _schema({"path": "string", "content": "string"}, ["path", "content"])
+
+
+def edit_schema() -> dict[str, Any]:
+    """Return the input schema of ``edit``."""
+    return _schema(
+        {"path": "string", "oldString": "string", "newString": "string", "replaceAll": "boolean"},
+        ["path", "oldString", "newString"],
+    )
+
+
+def apply_patch_schema() -> dict[str, Any]:
+    """Return the input schema of ``apply_patch``."""
+    return _schema({"patchText": "string"}, ["patchText"])
+
+
+# -- shared helpers ---------------------------------------------------------------------
+
+
+def _resolve(ws: Workspace, path: str, *, write: bool = False) -> Path:
+    """Resolve a tool path, turning every failure into a `ToolError` a model can read."""
+    if len(path) > _MAX_PATH:
+        raise ToolError(f"`path` is too long ({len(path)} characters; at most {_MAX_PATH}).")
+    try:
+        return ws.resolve(path, write=write)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ToolError(f"Cannot use path {path!r}: {exc}") from None
+
+
+def _whole_number(args: dict[str, Any], name: str, default: int) -> int:
+    """Return a positive whole-number argument, or raise `ToolError` naming it."""
+    value = args.get(name)
+    if value is None:
+        return default
+    if not math.isfinite(value) or value != int(value):
+        raise ToolError(f"Invalid arguments: `{name}` must be a whole number, got {value}.")
+    if value < 1:
+        raise ToolError(f"Invalid arguments: `{name}` must be 1 or more, got {value:g}.")
+    return int(value)
+
+
+def _not_found(path: Path, shown: str) -> ToolError:
+    hint = ""
+    with contextlib.suppress(OSError):
+        close = difflib.get_close_matches(path.name, os.listdir(path.parent), n=3)
+        if close:
+            hint = " Did you mean: " + ", ".join(close) + "?"
+    return ToolError(f"File not found: {shown}.{hint}")
+
+
+def _check_file(path: Path, shown: str, limits: Limits | None = None) -> int:
+    """Refuse a missing path, a directory or a special file; return the file's size."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise _not_found(path, shown) from None
+    except OSError as exc:
+        raise ToolError(f"Cannot open {shown}: {exc.strerror or exc}.") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a directory, not a file. Use glob to list its files.")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file (a device, socket or pipe).")
+    if limits is not None and info.st_size > limits.max_read_bytes:
+        raise ToolError(
+            f"{shown} is {info.st_size} bytes, more than the {limits.max_read_bytes} bytes "
+            "this tool loads whole. Use read with offset/limit to look at it."
+        )
+    return info.st_size
+
+
+def _load(path: Path, shown: str, limits: Limits) -> tuple[TextFile, bytes]:
+    _check_file(path, shown, limits)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
+    return decode(raw, shown), raw
+
+
+def _encode(file: TextFile, text: str, shown: str) -> bytes:
+    try:
+        return file.encode(text)
+    except UnicodeEncodeError:
+        raise ToolError(
+            f"The new content of {shown} holds characters that cannot be written as UTF-8 "
+            "(lone surrogates)."
+        ) from None
+
+
+def _write(path: Path, data: bytes, shown: str) -> None:
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}.") from None
+
+
+def _tool(name: str, execute: Any, description: str, schema: dict[str, Any]) -> Tool:
+    return Tool(name, execute, description, schema, "builtin", schema_validator(schema))
+
+
+# -- read -------------------------------------------------------------------------------
+
+
+def _render_line(number: int, raw: bytes, shown: str, max_chars: int) -> str:
+    if b"\x00" in raw:
+        raise ToolError(
+            f"{shown} is a binary file (it contains NUL bytes); only text is supported."
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(
+            f"{shown} is not UTF-8 text (invalid bytes on line {number}); "
+            "only UTF-8 text files are supported."
+        ) from None
+    text = text.removesuffix("\n").removesuffix("\r")
+    if number == 1:
+        text = text.removeprefix(BOM)
+    if len(text) > max_chars:
+        text = f"{text[:max_chars]}... [line truncated: {len(text)} characters]"
+    return f"{number:05d}| {text}"
+
+
+def _count_rest(handle: Any) -> int:
+    """Lines left in ``handle`` from its position (a last line without newline counts)."""
+    lines, last = 0, b"\n"
+    while chunk := handle.read(1 << 20):
+        lines += chunk.count(b"\n")
+        last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
+def read_window(path: Path, shown: str, offset: int, limit: int, limits: Limits) -> str:
+    """Numbered lines ``offset .. offset+limit-1`` of ``path``, capped, with a closing note.
+
+    Streams the file, so a file of any size can be read a window at a time.
+    """
+    with path.open("rb") as handle:
+        if looks_binary(handle.read(8192)):
+            raise ToolError(
+                f"{shown} is a binary file (it contains NUL bytes); only text is supported."
+            )
+        handle.seek(0)
+        shown_lines: list[str] = []
+        used, number, stopped = 0, 0, ""
+        for raw in handle:
+            number += 1
+            if number < offset:
+                continue
+            if len(shown_lines) >= limit or len(shown_lines) >= limits.max_lines:
+                stopped = "lines"
+                break
+            line = _render_line(number, raw, shown, limits.max_line_length)
+            size = len(line.encode("utf-8")) + 1
+            if used + size > limits.max_bytes and shown_lines:
+                stopped = "bytes"
+                break
+            shown_lines.append(line)
+            used += size
+        total = number + _count_rest(handle) if stopped else number
+    if offset > max(total, 1):
+        raise ToolError(
+            f"`offset` {offset} is past the end of {shown}: the file has {total} "
+            f"line{'' if total == 1 else 's'}."
+        )
+    if not shown_lines:
+        return "(The file is empty.)"
+    first, last = offset, offset + len(shown_lines) - 1
+    body = "\n".join(shown_lines) + "\n\n"
+    if not stopped:
+        return body + f"(End of file: showed lines {first}-{last} of {total}.)"
+    why = f"Output capped at {limits.max_bytes} bytes. " if stopped == "bytes" else ""
+    return body + (
+        f"({why}Showed lines {first}-{last} of {total}. "
+        f"Use offset={last + 1} (with limit=N lines) to read more.)"
+    )
+
+
+_READ_DESCRIPTION = """\
+Read a UTF-8 text file from the workspace, whole or a window of lines.
+
+`path` is relative to the workspace root (or absolute inside it). `offset` is the 1-based \
+line to start at (default 1); `limit` is how many lines to return (default {read_lines}).
+Each line comes back as `NNNNN| text`: its line number, a bar and a space, then the text. \
+The prefix is not part of the file: leave it out when you copy text into edit or \
+apply_patch. A note at the end says which lines were shown and, when there is more, the \
+`offset` to continue from. Lines longer than {max_line_length} characters are cut, and one \
+call returns at most {max_lines} lines and {max_bytes} bytes.
+Missing files, directories and binary files are errors. Use glob or grep to find files."""
+
+
+@register("read")
+def read_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``read`` tool for ``settings``' workspace."""
+    ws, limits = Workspace(settings), settings.limits
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        offset = _whole_number(args, "offset", 1)
+        limit = _whole_number(args, "limit", limits.read_lines)
+        path = _resolve(ws, args["path"])
+        shown = ws.display(path)
+        _check_file(path, shown)
+        try:
+            return read_window(path, shown, offset, limit, limits)
+        except OSError as exc:
+            raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
+
+    description = _READ_DESCRIPTION.format(
+        read_lines=limits.read_lines,
+        max_line_length=limits.max_line_length,
+        max_lines=limits.max_lines,
+        max_bytes=limits.max_bytes,
+    )
+    return _tool("read", execute, description, read_schema())
+
+
+# -- write ------------------------------------------------------------------------------
+
+_WRITE_DESCRIPTION = """\
+Create a file or replace its whole content with `content`, creating missing parent \
+directories. `path` is relative to the workspace root.
+Prefer edit or apply_patch to change part of an existing file; use write for new files or \
+complete rewrites. An existing file keeps its line-ending style (a CRLF file stays CRLF) \
+and its permissions. The result says how many bytes were written."""
+
+
+@register("write")
+def write_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``write`` tool for ``settings``' workspace."""
+    ws = Workspace(settings)
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        path = _resolve(ws, args["path"], write=True)
+        shown = ws.display(path)
+        content: str = args["content"]
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory; give the path of a file to write.")
+        existing = TextFile("")
+        old_size: int | None = None
+        if path.exists():
+            old_size = path.stat().st_size
+            with contextlib.suppress(ToolError, OSError):
+                existing, _ = _load(path, shown, settings.limits)
+            if existing.bom:
+                content = content.removeprefix(BOM)
+            content = match_line_endings(content, existing.text)
+        data = _encode(existing, content, shown)
+        _write(path, data, shown)
+        if old_size is None:
+            return f"Wrote {len(data)} bytes to {shown} (new file)."
+        return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes)."
+
+    return _tool("write", execute, _WRITE_DESCRIPTION, write_schema())
+
+
+# -- edit -------------------------------------------------------------------------------
+
+_EDIT_DESCRIPTION = """\
+Replace exact text in a file: `oldString` becomes `newString`.
+
+`oldString` must match the file exactly, whitespace and indentation included, and must \
+occur exactly once, unless `replaceAll` is true (then every occurrence is replaced). \
+Include enough surrounding lines to make it unique. Do not include the `NNNNN| ` line \
+prefixes that read shows. `newString` must differ from `oldString`; an empty `newString` \
+deletes the text. The file keeps its line endings (write `\\n`; a CRLF file stays CRLF). \
+If the text is missing or ambiguous the call fails and the file is left unchanged. Read \
+the file first."""
+
+
+def _line_numbers(text: str, needle: str, most: int = 5) -> list[int]:
+    numbers: list[int] = []
+    start = 0
+    while len(numbers) < most and (at := text.find(needle, start)) >= 0:
+        numbers.append(text.count("\n", 0, at) + 1)
+        start = at + max(len(needle), 1)
+    return numbers
+
+
+def _absent(text: str, old: str, shown: str) -> ToolError:
+    hint = "Read the file again and copy the text exactly, whitespace included."
+    unprefixed = _LINE_PREFIX.sub("", old)
+    if unprefixed != old and unprefixed in text:
+        hint = "`oldString` includes the `NNNNN| ` line prefixes from read; leave them out."
+    elif old.strip() and old.strip() in text:
+        hint = "It matches only without its leading/trailing whitespace; copy it exactly."
+    return ToolError(f"`oldString` was not found in {shown}; the file is unchanged. {hint}")
+
+
+def _replace(text: str, old: str, new: str, replace_all: bool, shown: str) -> tuple[str, str]:
+    """Apply the edit to ``text``; return the new text and a summary of where."""
+    crlf = is_uniform_crlf(text)
+    if crlf:
+        text, old, new = (s.replace("\r\n", "\n") for s in (text, old, new))
+    count = text.count(old)
+    if count == 0:
+        raise _absent(text, old, shown)
+    lines = _line_numbers(text, old)
+    where = ", ".join(str(n) for n in lines) + (", ..." if count > len(lines) else "")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"`oldString` occurs {count} times in {shown} (lines {where}); the file is "
+            "unchanged. Include more surrounding lines to make it unique, or set "
+            "`replaceAll` to true to replace every occurrence."
+        )
+    result = text.replace(old, new)
+    if result == text:
+        raise ToolError("`oldString` and `newString` are the same; nothing would change.")
+    if crlf:
+        result = result.replace("\n", "\r\n")
+    noun = "occurrence" if count == 1 else "occurrences"
+    return result, f"replaced {count} {noun} (line{'s' if count > 1 else ''} {where})"
+
+
+@register("edit")
+def edit_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``edit`` tool for ``settings``' workspace."""
+    ws = Workspace(settings)
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        old: str = args["oldString"]
+        new: str = args["newString"]
+        if not old:
+            raise ToolError(
+                "`oldString` is empty. Give the exact text to replace; to create a file use write."
+            )
+        if old == new:
+            raise ToolError("`oldString` and `newString` are the same; nothing would change.")
+        path = _resolve(ws, args["path"], write=True)
+        shown = ws.display(path)
+        file, _ = _load(path, shown, settings.limits)
+        text, summary = _replace(file.text, old, new, bool(args.get("replaceAll")), shown)
+        _write(path, _encode(file, text, shown), shown)
+        return f"Edited {shown}: {summary}."
+
+    return _tool("edit", execute, _EDIT_DESCRIPTION, edit_schema())
+
+
+# -- apply_patch ------------------------------------------------------------------------
+
+_PATCH_DESCRIPTION = """\
+Change several files in one step with a patch; either every file changes or none does.
+
+Format (every line shown is literal; paths are relative to the workspace root):
+*** Begin Patch
+*** Add File: path/new.py
++each line of the new file, prefixed with +
+*** Update File: path/existing.py
+*** Move to: path/renamed.py      (optional: rename the file too)
+@@ def some_function():           (optional anchor: a line above the change)
+ an unchanged context line (prefix: one space)
+-a line to remove
++a line to add
+*** End of File                   (optional: the hunk is at the very end of the file)
+*** Delete File: path/old.py
+*** End Patch
+
+Hunks match whole lines. Give about three context lines before and after each change, \
+copied exactly; when the same lines occur more than once, add an `@@` line naming a \
+unique line above the change (a function or class header). Several hunks of one file must \
+be in file order. If any hunk does not match, nothing is written and the error shows the \
+lines that were expected. The result lists each file: A added, M modified, D deleted, \
+R renamed."""
+
+
+class _PatchFiles:
+    """The files a patch touches: reads them once and writes the plan back."""
+
+    def __init__(self, ws: Workspace, limits: Limits) -> None:
+        self.ws, self.limits = ws, limits
+        self.originals: dict[str, tuple[TextFile, bytes] | None] = {}
+
+    def resolve(self, path: str) -> str:
+        return str(_resolve(self.ws, path, write=True))
+
+    def read(self, key: str) -> str | None:
+        path = Path(key)
+        if not path.exists():
+            self.originals[key] = None
+            return None
+        loaded = _load(path, self.ws.display(path), self.limits)
+        self.originals[key] = loaded
+        return loaded[0].text
+
+    def payloads(self, changes: dict[str, str | None]) -> list[tuple[Path, bytes | None]]:
+        """Encode each change (None: delete), writes ordered before deletions."""
+        out: list[tuple[Path, bytes | None]] = []
+        for key, text in changes.items():
+            path = Path(key)
+            if text is None:
+                out.append((path, None))
+                continue
+            before = self.originals.get(key)
+            file = before[0] if before else TextFile("")
+            out.append((path, _encode(file, text, self.ws.display(path))))
+        return sorted(out, key=lambda item: item[1] is None)
+
+    def commit(self, payloads: list[tuple[Path, bytes | None]]) -> None:
+        done: list[Path] = []
+        for path, data in payloads:
+            try:
+                if data is None:
+                    path.unlink()
+                else:
+                    atomic_write(path, data)
+            except OSError as exc:
+                failed = self.rollback(done)
+                note = (
+                    "every file already written was restored"
+                    if not failed
+                    else "could not restore " + ", ".join(failed)
+                )
+                raise ToolError(
+                    f"apply_patch failed while writing {self.ws.display(path)}: "
+                    f"{exc.strerror or exc}; {note}."
+                ) from None
+            done.append(path)
+
+    def rollback(self, done: list[Path]) -> list[str]:
+        failed = []
+        for path in reversed(done):
+            before = self.originals.get(str(path))
+            try:
+                if before is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    atomic_write(path, before[1])
+            except OSError:
+                failed.append(self.ws.display(path))
+        return failed
+
+
+@register("apply_patch")
+def apply_patch_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``apply_patch`` tool for ``settings``' workspace."""
+    ws = Workspace(settings)
+
+    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        files = _PatchFiles(ws, settings.limits)
+        try:
+            ops = parse_patch(args["patchText"])
+            plan = plan_patch(ops, files.read, files.resolve)
+            payloads = files.payloads(plan.changes)
+        except (PatchError, ToolError) as exc:
+            raise ToolError(f"Patch not applied; no file was changed. {exc}") from None
+        files.commit(payloads)
+        return "Patch applied:\n" + "\n".join(plan.summary)
+
+    return _tool("apply_patch", execute, _PATCH_DESCRIPTION, apply_patch_schema())

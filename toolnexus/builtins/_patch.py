@@ -15,12 +15,13 @@ The grammar::
     *** Delete File: path/gone.txt
     *** End Patch
 
-Hunks match **whole lines**: first exactly, then ignoring trailing whitespace, then
-ignoring surrounding whitespace. Within one ``Update File`` section hunks are found in
-file order, each after the previous one (and after its ``@@`` anchors); a hunk that is
-not found after the previous one is still accepted when it occurs exactly once in the
-whole file. Lines a hunk adds take the file's line ending (CRLF files stay CRLF), and a
-file keeps or lacks its final newline as before.
+Hunks match **whole lines**: first exactly, then ignoring trailing whitespace (never
+leading whitespace: indentation is meaningful). ``@@`` anchors match a whole line with
+its indentation ignored. Within one ``Update File`` section hunks are found in file
+order, each after the previous one (and after its anchors); a hunk that is not found
+after the previous one is still accepted when it occurs exactly once in the whole file.
+Lines a hunk adds take the file's line ending (CRLF files stay CRLF), and a file keeps
+or lacks its final newline as before.
 
 `plan_patch` applies a whole patch to an in-memory view of the files and returns every
 new file content, or raises `PatchError` before anything is written: a caller that
@@ -275,7 +276,7 @@ def parse_patch(text: str) -> list[FileOp]:
 
 # -- applying -------------------------------------------------------------------------
 
-_NORMALISERS: tuple[Callable[[str], str], ...] = (lambda s: s, str.rstrip, str.strip)
+_NORMALISERS: tuple[Callable[[str], str], ...] = (lambda s: s, str.rstrip)
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:
@@ -318,8 +319,9 @@ def _positions(
 
 
 def _find_anchor(lines: Sequence[str], anchor: str, start: int) -> int | None:
-    found = _positions(lines, [anchor], start, end_of_file=False)
-    return found[0] if found else None
+    """First line at or after ``start`` equal to ``anchor``, indentation aside."""
+    want = anchor.strip()
+    return next((i for i in range(start, len(lines)) if lines[i].strip() == want), None)
 
 
 def _locate(lines: Sequence[str], hunk: Hunk, start: int, anchor: int | None) -> int | None:

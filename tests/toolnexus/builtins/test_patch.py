@@ -290,3 +290,18 @@ def test_plan_resolve_can_refuse_a_path() -> None:
     ops = parse_patch(patch("*** Update File: a", "*** Move to: ../b"))
     with pytest.raises(PatchError, match=r"\.\./b is outside"):
         plan_patch(ops, {"a": "x\n"}.get, resolve)
+
+
+def test_leading_whitespace_is_significant_in_hunks() -> None:
+    with pytest.raises(PatchError, match="hunk 1 does not match"):
+        apply_hunks("    x = 1\n", [hunk("-x = 1", "+x = 2")])
+
+
+def test_indented_anchor_matches_regardless_of_indentation() -> None:
+    method = "    def f(self):\n        return 1\n"
+    text = f"class A:\n{method}class B:\n{method}"
+    out = apply_hunks(
+        text, [hunk("-        return 1", "+        return 2", anchors=("class B:", "def f(self):"))]
+    )
+    assert out.endswith("class B:\n    def f(self):\n        return 2\n")
+    assert out.startswith("class A:\n    def f(self):\n        return 1\n")
