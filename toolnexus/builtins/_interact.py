@@ -117,13 +117,17 @@ def _check_questions(questions: list[dict[str, Any]]) -> None:
 def _answered(answer: Mapping[str, Any]) -> ToolResult:
     if not answer.get("ok"):
         reason = answer.get("data")
-        detail = f": {json.dumps(reason, ensure_ascii=False)}" if reason is not None else "."
+        detail = (
+            f": {json.dumps(reason, ensure_ascii=False, default=str)}"
+            if reason is not None
+            else "."
+        )
         return ToolResult(
             f"The human did not answer the question(s){detail} Continue without the answer "
             "or ask differently.",
             is_error=True,
         )
-    return ToolResult(json.dumps(answer.get("data"), ensure_ascii=False, sort_keys=True))
+    return ToolResult(json.dumps(answer.get("data"), ensure_ascii=False, default=str))
 
 
 @register("question")

@@ -129,10 +129,21 @@ class _Walker:
                 yield path, relative
 
 
+def _glob(pattern: str, field: str) -> GlobPattern:
+    try:
+        return GlobPattern(pattern)
+    except re.error as exc:
+        raise ToolError(f"Invalid glob pattern in `{field}`: {exc}") from None
+
+
 def _search_base(workspace: Workspace, args: dict[str, Any]) -> Path:
     raw = args.get("path") or "."
-    base = workspace.resolve(raw)
-    if not base.exists():
+    try:
+        base = workspace.resolve(raw)
+        exists = base.exists()
+    except OSError as exc:
+        raise ToolError(f"Search path {raw!r} cannot be used: {exc.strerror}") from None
+    if not exists:
         raise ToolError(f"Search path {raw!r} does not exist. Check `path` with the glob tool.")
     return base
 
@@ -149,7 +160,7 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     except re.error as exc:
         raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
     limit = _limit(args)
-    include = GlobPattern(args["include"]) if args.get("include") else None
+    include = _glob(args["include"], "include") if args.get("include") else None
     base = _search_base(workspace, args)
     limits = settings.limits
     if base.is_file():
@@ -210,7 +221,7 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     if not pattern.strip():
         raise ToolError("Invalid arguments: `pattern` is empty.")
     limit = _limit(args)
-    matcher = GlobPattern(pattern)
+    matcher = _glob(pattern, "pattern")
     base = _search_base(workspace, args)
     if not base.is_dir():
         raise ToolError(f"Search path {args.get('path')!r} is a file, not a directory.")

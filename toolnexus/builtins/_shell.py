@@ -205,9 +205,17 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
         command = args["command"]
         if not command.strip():
             raise ToolError("Invalid arguments: `command` is empty.")
+        if "\x00" in command:
+            raise ToolError("Invalid arguments: `command` contains a NUL character.")
         timeout = _timeout_seconds(args)
-        cwd = workspace.resolve(args["workdir"]) if args.get("workdir") else settings.root
-        if not cwd.is_dir():
+        try:
+            cwd = workspace.resolve(args["workdir"]) if args.get("workdir") else settings.root
+            usable = cwd.is_dir()
+        except OSError as exc:
+            raise ToolError(
+                f"`workdir` {args['workdir']!r} cannot be used: {exc.strerror}"
+            ) from None
+        if not usable:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings.limits)
 

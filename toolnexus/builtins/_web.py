@@ -13,6 +13,7 @@ import math
 import re
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from toolnexus._registry import BuiltinSettings, register
 from toolnexus._schema import schema_validator
@@ -162,6 +163,13 @@ def _check_args(args: dict[str, Any]) -> tuple[str, str, float]:
         raise ToolError(
             f"Invalid arguments: `url` must start with http:// or https://, got {url[:200]!r}"
         )
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises for a port out of range)
+    except ValueError as exc:
+        raise ToolError(f"Invalid arguments: `url` is not a valid URL: {exc}") from None
+    if not parts.hostname:
+        raise ToolError(f"Invalid arguments: `url` has no host name: {url[:200]!r}")
     fmt = args.get("format", "markdown")
     timeout = args.get("timeout", DEFAULT_TIMEOUT_S)
     if not math.isfinite(timeout) or timeout <= 0:
@@ -196,7 +204,7 @@ async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bo
         raise ToolError(f"Fetching {url} timed out after {seconds:g} s.") from None
     except httpx.InvalidURL as exc:
         raise ToolError(f"Invalid arguments: `url` is not a valid URL: {exc}") from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, OSError) as exc:
         raise ToolError(f"Could not fetch {url}: {type(exc).__name__}: {exc}") from None
 
 

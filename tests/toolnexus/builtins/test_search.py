@@ -212,3 +212,23 @@ def test_skill_dirs_are_searchable_read_only(tmp_path: Path, workspace: Path) ->
     result = glob(tk, pattern="*.md", path=str(skills))
     assert result.is_error is False
     assert result.output == str(skills.resolve() / "hello" / "SKILL.md")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("glob", {"pattern": "[z-a]"}, "Invalid glob pattern in `pattern`"),
+        ("grep", {"pattern": "x", "include": "[z-a]"}, "Invalid glob pattern in `include`"),
+        ("grep", {"pattern": "x", "path": "a\x00b"}, "NUL character"),
+        ("glob", {"pattern": "*", "path": "x" * 5000}, "cannot be used"),
+        ("glob", {"pattern": " "}, "`pattern` is empty"),
+        ("glob", {"pattern": "*", "limit": 1e-9}, "`limit` must be a positive whole number"),
+    ],
+)
+def test_odd_input_is_an_error_not_a_crash(
+    tk: Toolkit, tool: str, args: dict[str, object], message: str
+) -> None:
+    result = toolnexus.execute(tk, tool, args)
+    assert result.is_error is True
+    assert message in result.output
+    assert "failed:" not in result.output  # the text execute uses for an unexpected exception

@@ -169,3 +169,20 @@ def test_line_cap(tmp_path: Path) -> None:
     result = bash(tk, "seq 100")
     assert result.output.splitlines()[:5] == ["1", "2", "3", "4", "5"]
     assert "[output truncated: showed 5 of 100 lines" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"command": "echo a\x00b"}, "`command` contains a NUL character"),
+        ({"command": "true", "workdir": "x" * 5000}, "`workdir`"),
+        ({"command": "true", "workdir": "a\x00b"}, "NUL character"),
+    ],
+)
+def test_odd_input_is_an_error_not_a_crash(
+    tk: Toolkit, args: dict[str, object], message: str
+) -> None:
+    result = toolnexus.execute(tk, "bash", args)
+    assert result.is_error is True
+    assert message in result.output
+    assert "failed:" not in result.output

@@ -150,6 +150,8 @@ def test_timeout(tk: Toolkit, server: str) -> None:
         ("http://127.0.0.1:1/", {"timeout": 0}, "`timeout` must be a positive number"),
         ("http://127.0.0.1:1/", {"timeout": "10"}, "`timeout` must be a number"),
         ("http://127.0.0.1:1/", {}, "Could not fetch http://127.0.0.1:1/"),
+        ("http://127.0.0.1:99999/", {}, "`url` is not a valid URL"),
+        ("http:///path", {}, "`url` has no host name"),
     ],
 )
 def test_errors(tk: Toolkit, url: str, args: dict[str, object], message: str) -> None:
@@ -157,7 +159,7 @@ def test_errors(tk: Toolkit, url: str, args: dict[str, object], message: str) ->
     assert result.is_error is True
     assert message in result.output
     assert "Traceback" not in result.output
-    assert "root:" not in result.output
+    assert "failed:" not in result.output
 
 
 def test_converters_directly() -> None:
