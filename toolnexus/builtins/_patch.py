@@ -64,6 +64,7 @@ _EOF = "*** End of File"
 _UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
 _HEREDOC = re.compile(r"""^(?:apply_patch\s*)?<<-?\s*['"]?(\w+)['"]?\s*$""")
 _SHOWN_LINES = 30
+_MAX_PATH = 4096
 
 
 class PatchError(ValueError):
@@ -136,6 +137,12 @@ def _unwrap(text: str) -> list[str]:
     return lines
 
 
+def _clip(text: str, *, quote: bool = True, most: int = 200) -> str:
+    """Show ``text`` in an error message: quoted, and cut when very long."""
+    cut = text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+    return repr(cut) if quote else cut
+
+
 def _is_header(line: str) -> bool:
     return line.startswith("*** ") and not line.startswith((_EOF, _MOVE))
 
@@ -144,6 +151,8 @@ def _header_path(line: str, prefix: str, number: int) -> str:
     path = line[len(prefix) :].strip()
     if not path:
         raise PatchError(f"patch line {number}: '{prefix}' needs a file path.")
+    if len(path) > _MAX_PATH:
+        raise PatchError(f"patch line {number}: the path is too long ({len(path)} characters).")
     return path
 
 
@@ -178,7 +187,7 @@ class _Parser:
             else:
                 raise PatchError(
                     f"patch line {number}: expected '*** Add File: ', '*** Update File: ', "
-                    f"'*** Delete File: ' or '*** End Patch', got {line!r}."
+                    f"'*** Delete File: ' or '*** End Patch', got {_clip(line)}."
                 )
         if not ops:
             raise PatchError("The patch changes no files.")
@@ -190,7 +199,7 @@ class _Parser:
             if not line.startswith("+"):
                 raise PatchError(
                     f"patch line {number}: every line of '*** Add File: {path}' must start "
-                    f"with '+', got {line!r}."
+                    f"with '+', got {_clip(line)}."
                 )
             content.append(line[1:])
         return AddFile(path, "".join(f"{line}\n" for line in content))
@@ -199,7 +208,8 @@ class _Parser:
         for number, line in self.block():
             if line.strip():
                 raise PatchError(
-                    f"patch line {number}: '*** Delete File: {path}' takes no lines, got {line!r}."
+                    f"patch line {number}: '*** Delete File: {path}' takes no lines, "
+                    f"got {_clip(line)}."
                 )
         return DeleteFile(path)
 
@@ -253,7 +263,7 @@ def _parse_hunks(path: str, block: list[tuple[int, str]]) -> list[Hunk]:
         else:
             raise PatchError(
                 f"patch line {number}: a hunk line of '{path}' must start with ' ' (context), "
-                f"'-' (remove) or '+' (add), got {line!r}."
+                f"'-' (remove) or '+' (add), got {_clip(line)}."
             )
     if lines or anchors:
         finish()
@@ -346,7 +356,7 @@ def _mismatch(path: str, number: int, hunk: Hunk) -> PatchError:
     if hunk.end_of_file:
         where += " at the end of the file"
     old = hunk.old
-    shown = "\n".join(f"    {line}" for line in old[:_SHOWN_LINES])
+    shown = "\n".join(f"    {_clip(line, quote=False)}" for line in old[:_SHOWN_LINES])
     if len(old) > _SHOWN_LINES:
         shown += f"\n    ... ({len(old) - _SHOWN_LINES} more lines)"
     return PatchError(
@@ -386,7 +396,7 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "the file") -> str
             at = _find_anchor(bodies, anchor, start)
             if at is None:
                 raise PatchError(
-                    f"{path}: hunk {number}: the anchor line {anchor!r} (from '@@') was not "
+                    f"{path}: hunk {number}: the anchor line {_clip(anchor)} (from '@@') was not "
                     "found" + (" after the previous hunk." if start else ".")
                 )
             anchor_at, start = at, at + 1

@@ -305,3 +305,16 @@ def test_indented_anchor_matches_regardless_of_indentation() -> None:
     )
     assert out.endswith("class B:\n    def f(self):\n        return 2\n")
     assert out.startswith("class A:\n    def f(self):\n        return 1\n")
+
+
+def test_error_messages_stay_short_for_huge_lines() -> None:
+    huge = "y" * 100_000
+    with pytest.raises(PatchError) as info:
+        parse_patch(patch("*** Add File: a", huge))
+    assert len(str(info.value)) < 500
+    with pytest.raises(PatchError) as info:
+        parse_patch(patch("*** Add File: " + huge, "+x"))
+    assert "the path is too long (100000 characters)" in str(info.value)
+    with pytest.raises(PatchError) as info:
+        apply_hunks("a\n", [hunk("-" + huge, "+b")])
+    assert len(str(info.value)) < 500
