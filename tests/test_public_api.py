@@ -1,0 +1,80 @@
+"""Pin the public surface: a change to these lists is a deliberate API change."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+TOOLNEXUS_ALL = [
+    "Answer",
+    "ArgumentError",
+    "Limits",
+    "Request",
+    "Skill",
+    "SkillInventory",
+    "SkippedSkill",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "Toolkit",
+    "build",
+    "build_async",
+    "define_tool",
+    "execute",
+    "execute_async",
+    "http_tool",
+    "list_skills",
+    "sanitize",
+    "skills_prompt",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai",
+    "toolkit",
+]
+
+MODULES = {
+    "toolnexus": TOOLNEXUS_ALL,
+    "toolnexus.tool": [
+        "Answer",
+        "ArgumentError",
+        "ExecuteFn",
+        "Request",
+        "Tool",
+        "ToolContext",
+        "ToolError",
+        "ToolResult",
+        "Toolkit",
+        "sanitize",
+        "toolkit",
+    ],
+    "toolnexus.adapter": ["to_anthropic", "to_gemini", "to_openai"],
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(MODULES))
+def test_all_is_pinned_sorted_and_importable(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert module.__all__ == MODULES[module_name]
+    assert module.__all__ == sorted(module.__all__)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+
+
+def test_top_level_reexports_are_the_same_objects() -> None:
+    import toolnexus
+    import toolnexus.adapter
+    import toolnexus.tool
+
+    for name in MODULES["toolnexus.tool"]:
+        if name in TOOLNEXUS_ALL:
+            assert getattr(toolnexus, name) is getattr(toolnexus.tool, name)
+    for name in MODULES["toolnexus.adapter"]:
+        assert getattr(toolnexus, name) is getattr(toolnexus.adapter, name)
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, object] = {}
+    exec("from toolnexus import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == TOOLNEXUS_ALL
