@@ -288,6 +288,20 @@ complete rewrites. An existing file keeps its line-ending style (a CRLF file sta
 and its permissions. The result says how many bytes were written."""
 
 
+def _style_of(path: Path) -> tuple[int, TextFile]:
+    """Size of an existing file, and a sample that tells its BOM and line endings."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError:
+        return 0, TextFile("")
+    if looks_binary(head):
+        return size, TextFile("")
+    text = head.decode("utf-8", errors="ignore")
+    return size, TextFile(text.removeprefix(BOM), bom=text.startswith(BOM))
+
+
 @register("write")
 def write_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``write`` tool for ``settings``' workspace."""
@@ -302,9 +316,7 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         existing = TextFile("")
         old_size: int | None = None
         if path.exists():
-            old_size = path.stat().st_size
-            with contextlib.suppress(ToolError, OSError):
-                existing, _ = _load(path, shown, settings.limits)
+            old_size, existing = _style_of(path)
             if existing.bom:
                 content = content.removeprefix(BOM)
             content = match_line_endings(content, existing.text)
@@ -312,7 +324,8 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         _write(path, data, shown)
         if old_size is None:
             return f"Wrote {len(data)} bytes to {shown} (new file)."
-        return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes)."
+        kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
+        return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
     return _tool("write", execute, _WRITE_DESCRIPTION, write_schema())
 

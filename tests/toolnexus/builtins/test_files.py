@@ -194,6 +194,22 @@ def test_write_keeps_crlf_bom_and_permissions(tmp_path: Path, tk: Toolkit) -> No
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
+def test_write_keeps_crlf_of_a_file_too_big_to_load(tmp_path: Path) -> None:
+    target = tmp_path / "big.txt"
+    target.write_bytes(b"row\r\n" * 100)
+    tk = file_tools(tmp_path, limits=tn.Limits(max_read_bytes=10))
+    assert ok(tk, "write", path="big.txt", content="a\nb\n") == (
+        "Wrote 6 bytes to big.txt (replaced 500 bytes; kept its CRLF line endings)."
+    )
+    assert target.read_bytes() == b"a\r\nb\r\n"
+
+
+def test_write_over_a_binary_file_replaces_it(tmp_path: Path, tk: Toolkit) -> None:
+    (tmp_path / "b.bin").write_bytes(b"\x00\x01\r\n")
+    assert ok(tk, "write", path="b.bin", content="text\n").endswith("(replaced 4 bytes).")
+    assert (tmp_path / "b.bin").read_bytes() == b"text\n"
+
+
 def test_write_errors(tmp_path: Path, tk: Toolkit) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_text("")
