@@ -513,3 +513,13 @@ def test_hostile_arguments_never_raise(tmp_path: Path, tk: Toolkit) -> None:
                     assert result.is_error, (name, key, value)
     assert not any(p.name.endswith(".tmp") for p in tmp_path.rglob("*"))
     assert not Path(os.sep, "etc", "passwd").read_text().startswith("c")
+
+
+def test_special_files_and_oversized_loads_are_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "big.txt").write_text("0123456789" * 3)
+    tk = file_tools(tmp_path, limits=tn.Limits(max_read_bytes=10))
+    assert "pipe is not a regular file" in err(tk, "read", path="pipe")
+    message = err(tk, "edit", path="big.txt", oldString="0", newString="x", replaceAll=True)
+    assert "big.txt is 30 bytes, more than the 10 bytes" in message
+    assert ok(tk, "read", path="big.txt").startswith("00001| 0123")  # read streams instead

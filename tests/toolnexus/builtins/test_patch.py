@@ -318,3 +318,9 @@ def test_error_messages_stay_short_for_huge_lines() -> None:
     with pytest.raises(PatchError) as info:
         apply_hunks("a\n", [hunk("-" + huge, "+b")])
     assert len(str(info.value)) < 500
+
+
+def test_no_newline_marker_from_unified_diffs_is_ignored() -> None:
+    (op,) = parse_patch(patch("*** Update File: a", "-x", "\\ No newline at end of file", "+y"))
+    assert isinstance(op, UpdateFile)
+    assert op.hunks[0].lines == (("-", "x"), ("+", "y"))
