@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 import toolnexus as tn
 from toolnexus import ArgumentError, Tool, ToolContext, ToolError, ToolResult, define_tool
-from toolnexus._function import parse_docstring
+from toolnexus._docstring import parse_docstring
 
 
 class Color(enum.Enum):
