@@ -131,16 +131,19 @@ async def _exited(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) 
 
 async def _run(command: str, cwd: Path, seconds: float, limits: Limits) -> ToolResult:
     shell = shutil.which("bash") or "/bin/sh"
-    proc = await asyncio.create_subprocess_exec(
-        shell,
-        "-c",
-        command,
-        cwd=cwd,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            shell,
+            "-c",
+            command,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(f"Could not start {shell}: {exc.strerror or exc}") from None
     assert proc.stdout is not None
     out = _Output(keep=limits.max_bytes)
     reader = asyncio.create_task(_pump(proc.stdout, out))
@@ -162,9 +165,11 @@ async def _run(command: str, cwd: Path, seconds: float, limits: Limits) -> ToolR
             if not done:  # a process that left our process group still holds the pipe
                 reader.cancel()
         await _exited(proc, reader)
-    except BaseException:
+    except BaseException:  # cancelled: leave no process behind
         _kill_group(proc.pid)
         reader.cancel()
+        # Let the loop see the exit and close the pipes, so nothing is left unclosed.
+        await asyncio.wait({asyncio.ensure_future(proc.wait())}, timeout=_DRAIN_GRACE_S)
         raise
     return _result(out.render(limits), proc.returncode, timed_out, stopped_background, seconds)
 

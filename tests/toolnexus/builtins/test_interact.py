@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ def tk(tmp_path: Path) -> Toolkit:
     return toolnexus.build(root=tmp_path, builtins={"tools": {}})
 
 
-QUESTIONS = [
+QUESTIONS: list[dict[str, Any]] = [
     {"question": "Which colour?", "header": "Colour", "options": ["red", "blue"]},
     {"question": "Anything else?"},
 ]

@@ -186,3 +186,12 @@ def test_odd_input_is_an_error_not_a_crash(
     assert result.is_error is True
     assert message in result.output
     assert "failed:" not in result.output
+
+
+def test_context_timeout_also_kills_the_process_group(tk: Toolkit, tmp_path: Path) -> None:
+    command = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; wait"
+    result = toolnexus.execute(tk, "bash", {"command": command}, toolnexus.ToolContext(timeout=1))
+    assert result.is_error is True
+    assert "timed out after 1 s" in result.output
+    pids = [int((tmp_path / name).read_text()) for name in ("shell.pid", "child.pid")]
+    assert _wait_dead(pids)
