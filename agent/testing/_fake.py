@@ -1,0 +1,485 @@
+"""``FakeGemini``: a scripted, strict Gemini that speaks the real REST protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from agent.testing._render import render_reply, split_stream, sse_event
+from agent.testing._replies import (
+    Checked,
+    Delayed,
+    ErrorReply,
+    ModelFunction,
+    Reply,
+    ReplyLike,
+    coerce,
+    error,
+)
+from agent.testing._strict import SignatureBook, check_request, normalize
+
+if TYPE_CHECKING:
+    from google import genai
+
+    from agent.testing._server import FakeServer
+
+__all__ = ["FakeGemini", "FakeGeminiError", "RecordedRequest"]
+
+_PATH = re.compile(
+    r"/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
+)
+_SECRET_HEADERS = frozenset({"x-goog-api-key", "authorization"})
+
+
+class FakeGeminiError(AssertionError):
+    """The fake's script and the traffic it saw disagree (unused replies, too many requests...)."""
+
+
+@dataclass
+class RecordedRequest:
+    """One request the fake received, for assertions."""
+
+    index: int
+    """Position in ``FakeGemini.requests`` (0-based)."""
+    path: str
+    """The URL path, e.g. ``/v1beta/models/gemini-2.5-flash:generateContent``."""
+    api_version: str
+    """``v1``, ``v1beta`` (``""`` when the path is not a Gemini path)."""
+    model: str
+    """The model named in the path, without ``models/``."""
+    kind: Literal["unary", "stream"]
+    """``unary`` for ``generateContent``, ``stream`` for ``streamGenerateContent``."""
+    body: Any
+    """The parsed JSON body with every protocol key in camelCase (user data untouched)."""
+    headers: dict[str, str]
+    """Request headers, lower-cased, without the API key or any authorization header."""
+    status: int = 200
+    """The HTTP status the fake answered."""
+    error: str | None = None
+    """The error message the fake answered with, if any."""
+
+    @property
+    def contents(self) -> list[dict[str, Any]]:
+        """``body["contents"]`` (empty when missing)."""
+        contents = self.body.get("contents") if isinstance(self.body, dict) else None
+        return contents if isinstance(contents, list) else []
+
+    @property
+    def function_responses(self) -> list[dict[str, Any]]:
+        """The ``functionResponse`` objects of the last content, in order."""
+        if not self.contents:
+            return []
+        return [
+            part["functionResponse"]
+            for part in self.contents[-1].get("parts", [])
+            if isinstance(part, dict) and "functionResponse" in part
+        ]
+
+
+@dataclass
+class _Outcome:
+    status: int
+    headers: dict[str, str]
+    chunks: list[bytes]
+    delay: float = 0.0
+    chunk_delay: float = 0.0
+
+
+@dataclass
+class _State:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    position: int = 0
+    call_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    book: SignatureBook = field(default_factory=SignatureBook)
+
+
+def _error_outcome(status_code: int, status: str, message: str) -> _Outcome:
+    body = error(status_code, status, message).body
+    return _Outcome(status_code, _JSON_HEADERS, [json.dumps(body).encode()])
+
+
+_JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
+_SSE_HEADERS = {"content-type": "text/event-stream"}
+
+
+class FakeGemini:
+    """A scripted Gemini model behind the real REST protocol, strict like the real API.
+
+    ``script`` is either a sequence of replies, served one per request, or a function that
+    receives each request body (camelCase keys) and returns the reply. A reply is a string
+    (a text answer), a builder value (``reply``, ``function_call``, ``error``, ``delay``,
+    ``blocked``...) or a raw ``GenerateContentResponse`` dict.
+
+    With ``strict=True`` (the default) every request is first checked the way Gemini checks
+    it: a broken rule gets ``400 INVALID_ARGUMENT`` with a precise message and does not use
+    up a scripted reply. Every request is recorded in ``requests``.
+
+    Example::
+
+        from google import genai
+        from google.genai import types
+        from agent.testing import FakeGemini, function_call
+
+        fake = FakeGemini([function_call("read", {"path": "README.md"}), "It is a README."])
+        client = genai.Client(api_key="test", http_options=types.HttpOptions(
+            httpx_async_client=fake.http_client()))
+        ...
+        fake.assert_consumed()
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ReplyLike] | ModelFunction,
+        *,
+        strict: bool = True,
+        api_key: str | None = None,
+        chunk_delay: float = 0.0,
+    ) -> None:
+        """Create a fake.
+
+        Args:
+            script: the replies in order, or a function playing the model.
+            strict: validate every request like the real API (400 on a broken rule).
+            api_key: when set, requests must carry exactly this key (else 400
+                ``API_KEY_INVALID``); any non-empty key is accepted otherwise.
+            chunk_delay: seconds between SSE chunks of streamed replies.
+        """
+        if callable(script):
+            self._function: ModelFunction | None = script
+            self._script: list[Reply | ErrorReply | Delayed | Checked] = []
+        else:
+            if isinstance(script, str | bytes | Mapping):
+                raise TypeError("script must be a sequence of replies or a function, not one reply")
+            self._function = None
+            self._script = [coerce(item) for item in script]
+        self.strict = strict
+        self.api_key = api_key
+        self.chunk_delay = chunk_delay
+        self.requests: list[RecordedRequest] = []
+        """Every request received, in order."""
+        self.failures: list[str] = []
+        """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
+        self._state = _State()
+
+    def __repr__(self) -> str:
+        size = "function" if self._function else f"{len(self._script)} replies"
+        return f"<FakeGemini {size}, {len(self.requests)} requests>"
+
+    # ----------------------------------------------------------------- ways in
+
+    def http_client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """Return an ``httpx.AsyncClient`` whose requests go to this fake, whatever the host.
+
+        Pass it as ``HttpOptions(httpx_async_client=...)``; extra keyword arguments go to
+        ``httpx.AsyncClient``.
+        """
+        return httpx.AsyncClient(transport=self.async_transport(), **kwargs)
+
+    def sync_http_client(self, **kwargs: Any) -> httpx.Client:
+        """Return an ``httpx.Client`` for the SDK's sync methods (``httpx_client=``)."""
+        return httpx.Client(transport=self.transport(), **kwargs)
+
+    def async_transport(self) -> httpx.AsyncBaseTransport:
+        """Return the in-process async transport (for your own ``httpx.AsyncClient``)."""
+        return _AsyncTransport(self)
+
+    def transport(self) -> httpx.BaseTransport:
+        """Return the in-process sync transport (for your own ``httpx.Client``)."""
+        return _SyncTransport(self)
+
+    def client(self, *, api_version: str | None = None, api_key: str = "fake-key") -> genai.Client:
+        """Return a real ``google.genai.Client`` wired to this fake (sync and async methods).
+
+        Example::
+
+            client = fake.client(api_version="v1beta")
+            client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        """
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(
+            httpx_client=self.sync_http_client(),
+            httpx_async_client=self.http_client(),
+            api_version=api_version,
+        )
+        return genai.Client(api_key=api_key, http_options=options)
+
+    def serve(self, host: str = "127.0.0.1", port: int = 0) -> FakeServer:
+        """Return a real HTTP server for this fake, on ``host`` and a random free port.
+
+        Use it as a context manager; ``server.base_url`` is the URL to give the SDK
+        (``HttpOptions(base_url=...)``) or a subprocess (``GOOGLE_GEMINI_BASE_URL``).
+
+        Example::
+
+            with fake.serve() as server:
+                subprocess.run(["toolnexus-agent", "run", "hi"],
+                               env={**os.environ, "GOOGLE_GEMINI_BASE_URL": server.base_url,
+                                    "GEMINI_API_KEY": "fake"})
+        """
+        from agent.testing._server import FakeServer
+
+        return FakeServer(self, host, port)
+
+    # ------------------------------------------------------------- assertions
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted replies have not been served yet (0 for a model function)."""
+        return len(self._script) - self._state.position
+
+    def assert_consumed(self) -> None:
+        """Fail unless every scripted reply was served and the script had no problem.
+
+        Raises:
+            FakeGeminiError: with the unused replies or the recorded problems.
+        """
+        problems = list(self.failures)
+        if self.remaining > 0:
+            problems.append(
+                f"{self.remaining} of {len(self._script)} scripted replies were never requested "
+                f"(next unused: #{self._state.position})"
+            )
+        if problems:
+            raise FakeGeminiError("FakeGemini: " + "; ".join(problems))
+
+    # ------------------------------------------------------------ the protocol
+
+    def _handle(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
+    ) -> _Outcome:
+        """Answer one HTTP request (thread-safe; the transports and the server call this)."""
+        with self._state.lock:
+            return self._handle_locked(method, path, query, headers, raw)
+
+    def _handle_locked(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
+    ) -> _Outcome:
+        match = _PATH.search(path)
+        clean = {k.lower(): v for k, v in headers.items() if k.lower() not in _SECRET_HEADERS}
+        record = RecordedRequest(
+            index=len(self.requests),
+            path=path,
+            api_version=match["version"] if match else "",
+            model=match["model"] if match else "",
+            kind="stream" if match and match["method"] == "streamGenerateContent" else "unary",
+            body=None,
+            headers=clean,
+        )
+        self.requests.append(record)
+        outcome = self._answer(record, match, method, query, headers, raw)
+        record.status = outcome.status
+        if outcome.status != 200:
+            record.error = json.loads(outcome.chunks[0]).get("error", {}).get("message")
+        return outcome
+
+    def _answer(
+        self,
+        record: RecordedRequest,
+        match: re.Match[str] | None,
+        method: str,
+        query: str,
+        headers: Mapping[str, str],
+        raw: bytes,
+    ) -> _Outcome:
+        if (
+            match is None
+            or method != "POST"
+            or match["method"]
+            not in (
+                "generateContent",
+                "streamGenerateContent",
+            )
+        ):
+            return _error_outcome(
+                404,
+                "NOT_FOUND",
+                f"FakeGemini serves POST generateContent and "
+                f"streamGenerateContent only; got {method} {record.path}.",
+            )
+        stream = record.kind == "stream"
+        if stream and "alt=sse" not in query.split("&"):
+            return _error_outcome(
+                400, "INVALID_ARGUMENT", "FakeGemini streams Server-Sent Events only: add ?alt=sse."
+            )
+        key_problem = self._check_key(headers, query)
+        if key_problem is not None:
+            return key_problem
+        try:
+            record.body = normalize(json.loads(raw or b"null"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
+        if self.strict:
+            problem = check_request(record.body, self._state.book)
+            if problem is not None:
+                return _error_outcome(400, "INVALID_ARGUMENT", problem)
+        value = self._next_reply(record)
+        if isinstance(value, _Outcome):
+            return value
+        return self._emit(value, record, stream)
+
+    def _check_key(self, headers: Mapping[str, str], query: str) -> _Outcome | None:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        key = lowered.get("x-goog-api-key")
+        if key is None:
+            key = next((p[4:] for p in query.split("&") if p.startswith("key=")), None)
+        if not key:
+            return _error_outcome(
+                403,
+                "PERMISSION_DENIED",
+                "Method doesn't allow unregistered callers (callers "
+                "without established identity). Please use API Key or other form of API consumer "
+                "identity to call this API.",
+            )
+        if self.api_key is not None and key != self.api_key:
+            return _error_outcome(
+                400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."
+            )
+        return None
+
+    def _next_reply(self, record: RecordedRequest) -> Reply | ErrorReply | Delayed | _Outcome:
+        if self._function is not None:
+            try:
+                value = coerce(self._function(copy.deepcopy(record.body)))
+            except Exception as exc:
+                return self._fail(
+                    f"the model function raised {type(exc).__name__}: {exc} "
+                    f"(request #{record.index})"
+                )
+        else:
+            position = self._state.position
+            if position >= len(self._script):
+                return self._fail(
+                    f"script exhausted: request #{record.index} arrived but the script has only "
+                    f"{len(self._script)} replies"
+                )
+            self._state.position += 1
+            value = self._script[position]
+        if isinstance(value, Checked):
+            try:
+                problem = value.check(copy.deepcopy(record.body))
+            except Exception as exc:
+                problem = f"the check raised {type(exc).__name__}: {exc}"
+            if problem is not None:
+                return self._fail(f"request #{record.index} failed its expectation: {problem}")
+            value = value.reply
+        return value
+
+    def _fail(self, message: str) -> _Outcome:
+        self.failures.append(message)
+        return _error_outcome(500, "INTERNAL", f"FakeGemini: {message}")
+
+    def _emit(
+        self, value: Reply | ErrorReply | Delayed, record: RecordedRequest, stream: bool
+    ) -> _Outcome:
+        wait = 0.0
+        if isinstance(value, Delayed):
+            wait, value = value.seconds, value.reply
+        if isinstance(value, ErrorReply):
+            if stream and value.mid_stream:
+                return _Outcome(200, _SSE_HEADERS, [sse_event(value.body)], wait)
+            return _Outcome(
+                value.status_code, _JSON_HEADERS, [json.dumps(value.body).encode()], wait
+            )
+        body = render_reply(
+            value,
+            record.body,
+            model=record.model,
+            response_id=f"fake-{record.index}",
+            new_call_id=lambda: f"call_{next(self._state.call_ids)}",
+            new_signature=lambda: os.urandom(24),
+        )
+        candidates = body.get("candidates") or [{}]
+        parts = (candidates[0].get("content") or {}).get("parts") or []
+        self._state.book.record_step(parts)
+        if not stream:
+            return _Outcome(200, _JSON_HEADERS, [json.dumps(body).encode()], wait)
+        events = [sse_event(chunk) for chunk in split_stream(body)]
+        return _Outcome(200, _SSE_HEADERS, events, wait, self.chunk_delay)
+
+
+def _read_timeout(request: httpx.Request) -> float | None:
+    """Return the client's read timeout, honoured in process as a socket would honour it."""
+    timeout = request.extensions.get("timeout")
+    value = timeout.get("read") if isinstance(timeout, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+class _AsyncChunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes], pause: float) -> None:
+        self._chunks = chunks
+        self._pause = pause
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for index, chunk in enumerate(self._chunks):
+            if index and self._pause:
+                await asyncio.sleep(self._pause)
+            yield chunk
+
+
+class _SyncChunks(httpx.SyncByteStream):
+    def __init__(self, chunks: list[bytes], pause: float) -> None:
+        self._chunks = chunks
+        self._pause = pause
+
+    def __iter__(self) -> Iterator[bytes]:
+        for index, chunk in enumerate(self._chunks):
+            if index and self._pause:
+                time.sleep(self._pause)
+            yield chunk
+
+
+class _AsyncTransport(httpx.AsyncBaseTransport):
+    def __init__(self, fake: FakeGemini) -> None:
+        self._fake = fake
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raw = await request.aread()
+        outcome = self._fake._handle(
+            request.method, request.url.path, request.url.query.decode(), request.headers, raw
+        )
+        if outcome.delay:
+            read_timeout = _read_timeout(request)
+            await asyncio.sleep(min(outcome.delay, read_timeout or outcome.delay))
+            if read_timeout is not None and outcome.delay > read_timeout:
+                raise httpx.ReadTimeout(
+                    "FakeGemini: reply delayed past the read timeout", request=request
+                )
+        stream = _AsyncChunks(outcome.chunks, outcome.chunk_delay)
+        return httpx.Response(
+            outcome.status, headers=outcome.headers, stream=stream, request=request
+        )
+
+
+class _SyncTransport(httpx.BaseTransport):
+    def __init__(self, fake: FakeGemini) -> None:
+        self._fake = fake
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        raw = request.read()
+        outcome = self._fake._handle(
+            request.method, request.url.path, request.url.query.decode(), request.headers, raw
+        )
+        if outcome.delay:
+            read_timeout = _read_timeout(request)
+            time.sleep(min(outcome.delay, read_timeout or outcome.delay))
+            if read_timeout is not None and outcome.delay > read_timeout:
+                raise httpx.ReadTimeout(
+                    "FakeGemini: reply delayed past the read timeout", request=request
+                )
+        stream = _SyncChunks(outcome.chunks, outcome.chunk_delay)
+        return httpx.Response(
+            outcome.status, headers=outcome.headers, stream=stream, request=request
+        )

@@ -1,0 +1,163 @@
+"""Turn reply values into Gemini response bodies and SSE chunks (pure, no I/O)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent.testing._replies import AUTO, FunctionCallPart, Reply, TextPart
+
+__all__ = ["encode_signature", "estimate_usage", "render_reply", "split_stream", "sse_event"]
+
+
+def encode_signature(signature: bytes) -> str:
+    """Encode in standard base64, as the real server sends ``bytes`` fields."""
+    return base64.b64encode(signature).decode("ascii")
+
+
+def _tokens(value: Any) -> int:
+    return max(1, math.ceil(len(json.dumps(value, ensure_ascii=False)) / 4)) if value else 0
+
+
+def estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, int]:
+    """Plausible ``usageMetadata`` for a reply: about four characters per token."""
+    prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
+    prompt += _tokens(request.get("tools"))
+    thoughts = sum(_tokens(p.get("text")) for p in parts if p.get("thought"))
+    candidates = sum(_tokens(p) for p in parts if not p.get("thought"))
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": candidates}
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    usage["totalTokenCount"] = prompt + candidates + thoughts
+    return usage
+
+
+def render_reply(
+    value: Reply,
+    request: Mapping[str, Any],
+    *,
+    model: str,
+    response_id: str,
+    new_call_id: Callable[[], str],
+    new_signature: Callable[[], bytes],
+) -> dict[str, Any]:
+    """Build the ``GenerateContentResponse`` body for one reply."""
+    if value.raw is not None:
+        return copy.deepcopy(dict(value.raw))
+    parts: list[dict[str, Any]] = []
+    signed = False
+    for part in value.parts:
+        if isinstance(part, TextPart):
+            wire: dict[str, Any] = {"text": part.text}
+            if part.thought:
+                wire["thought"] = True
+            if part.signature is not None:
+                wire["thoughtSignature"] = encode_signature(part.signature)
+        elif isinstance(part, FunctionCallPart):
+            call: dict[str, Any] = {"name": part.name, "args": dict(part.args)}
+            call_id = new_call_id() if part.id is AUTO else part.id
+            if call_id is not None:
+                call = {"id": call_id, **call}
+            wire = {"functionCall": call}
+            if not signed and value.signature is not None:
+                sig = new_signature() if value.signature is AUTO else value.signature
+                assert isinstance(sig, bytes)
+                wire["thoughtSignature"] = encode_signature(sig)
+            signed = True
+        else:
+            wire = copy.deepcopy(dict(part))
+        parts.append(wire)
+    body: dict[str, Any] = {}
+    if parts or value.prompt_feedback is None:
+        candidate: dict[str, Any] = {}
+        if value.content:
+            candidate["content"] = {"role": "model", "parts": parts} if parts else {}
+        if value.finish_reason is not None:
+            candidate["finishReason"] = value.finish_reason
+        if value.finish_message is not None:
+            candidate["finishMessage"] = value.finish_message
+        candidate["index"] = 0
+        body["candidates"] = [candidate]
+    if value.prompt_feedback is not None:
+        body["promptFeedback"] = dict(value.prompt_feedback)
+    body["usageMetadata"] = dict(value.usage) if value.usage else estimate_usage(request, parts)
+    body["modelVersion"] = model
+    body["responseId"] = response_id
+    return body
+
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def _split_text(text: str, pieces: int) -> list[str]:
+    words = _WORDS.findall(text)
+    if len(words) < 2:
+        return [text]
+    size = math.ceil(len(words) / pieces)
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+def split_stream(body: Mapping[str, Any], text_pieces: int = 3) -> list[dict[str, Any]]:
+    """Split a response body into SSE chunks the way Gemini streams.
+
+    Text arrives in several pieces; each function call arrives whole, consecutive calls
+    in one chunk; ``usageMetadata`` is on every chunk and cumulative; ``finishReason``
+    only on the last chunk; ``promptFeedback`` only on the first.
+    """
+    candidates = body.get("candidates") or []
+    candidate = candidates[0] if candidates else None
+    content = candidate.get("content") if candidate else None
+    parts = (content or {}).get("parts") or []
+    if candidate is None or not parts:
+        return [dict(body)]
+    groups: list[list[dict[str, Any]]] = []
+    for part in parts:
+        if "functionCall" in part and groups and "functionCall" in groups[-1][-1]:
+            groups[-1].append(part)
+        elif set(part) <= {"text", "thought"} and part.get("text"):
+            groups.extend(
+                [{**part, "text": piece}] for piece in _split_text(part["text"], text_pieces)
+            )
+        else:
+            groups.append([part])
+    usage = body.get("usageMetadata")
+    chunks: list[dict[str, Any]] = []
+    for index, group in enumerate(groups):
+        last = index == len(groups) - 1
+        chunk_candidate: dict[str, Any] = {"content": {"role": "model", "parts": group}}
+        if last:
+            chunk_candidate.update({k: v for k, v in candidate.items() if k != "content"})
+        else:
+            chunk_candidate["index"] = candidate.get("index", 0)
+        chunk: dict[str, Any] = {"candidates": [chunk_candidate]}
+        if index == 0 and "promptFeedback" in body:
+            chunk["promptFeedback"] = body["promptFeedback"]
+        if isinstance(usage, Mapping):
+            chunk["usageMetadata"] = (
+                usage if last else _partial_usage(usage, index + 1, len(groups))
+            )
+        chunk.update({k: v for k, v in body.items() if k in ("modelVersion", "responseId")})
+        chunks.append(chunk)
+    return chunks
+
+
+def _partial_usage(usage: Mapping[str, Any], done: int, total: int) -> dict[str, Any]:
+    out = dict(usage)
+    candidates = usage.get("candidatesTokenCount")
+    if isinstance(candidates, int):
+        out["candidatesTokenCount"] = candidates * done // total
+        if isinstance(usage.get("totalTokenCount"), int):
+            out["totalTokenCount"] = (
+                usage["totalTokenCount"] - candidates + out["candidatesTokenCount"]
+            )
+    return out
+
+
+def sse_event(body: Mapping[str, Any]) -> bytes:
+    """One SSE event: ``data: <json>`` and a blank line, nothing else."""
+    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\r\n\r\n"

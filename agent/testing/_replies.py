@@ -1,0 +1,358 @@
+"""Reply builders: the vocabulary a script uses to say what the fake model answers.
+
+Every builder returns a small frozen value; the fake turns it into a real
+``GenerateContentResponse`` body (or an error body) when a request arrives. Ids and
+thought signatures left on ``AUTO`` are filled in by the fake at that moment, so the
+same script can be replayed against several fakes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+__all__ = [
+    "AUTO",
+    "Checked",
+    "Delayed",
+    "ErrorReply",
+    "FunctionCallPart",
+    "ModelFunction",
+    "Reply",
+    "ReplyLike",
+    "TextPart",
+    "blocked",
+    "delay",
+    "error",
+    "expect",
+    "function_call",
+    "malformed_function_call",
+    "reply",
+    "text",
+    "thought",
+]
+
+
+class _Auto:
+    """Sentinel type: let the fake choose the value when it serves the reply."""
+
+    _instance: _Auto | None = None
+
+    def __new__(cls) -> _Auto:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AUTO: Final = _Auto()
+"""Placeholder for an id or thought signature the fake generates when serving."""
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A text part of a model turn (a thought summary when ``thought`` is true)."""
+
+    text: str
+    """The text the model says."""
+    thought: bool = False
+    """Mark the part as a thought summary (``"thought": true`` on the wire)."""
+    signature: bytes | None = None
+    """A thought signature carried on this part, if any."""
+
+
+@dataclass(frozen=True)
+class FunctionCallPart:
+    """One ``functionCall`` part of a model turn."""
+
+    name: str
+    """The function the model calls."""
+    args: Mapping[str, Any] = field(default_factory=dict)
+    """The call's arguments (a JSON object)."""
+    id: str | _Auto | None = AUTO
+    """The call id: ``AUTO`` (generated, Gemini 3 style), a string, or ``None`` (2.5 style)."""
+
+
+PartLike: TypeAlias = TextPart | FunctionCallPart | str | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One successful model answer (HTTP 200)."""
+
+    parts: tuple[TextPart | FunctionCallPart | Mapping[str, Any], ...] = ()
+    """The model's parts, in order. Raw dicts are sent as given."""
+    finish_reason: str | None = "STOP"
+    """``candidates[0].finishReason``; ``None`` leaves it out."""
+    usage: Mapping[str, int] | None = None
+    """``usageMetadata``; ``None`` lets the fake estimate plausible counts."""
+    signature: bytes | _Auto | None = AUTO
+    """Thought signature for the first ``functionCall`` part (``None``: unsigned, 2.5 style)."""
+    prompt_feedback: Mapping[str, Any] | None = None
+    """``promptFeedback``; set with no parts, the reply has no ``candidates`` (blocked prompt)."""
+    finish_message: str | None = None
+    """``candidates[0].finishMessage`` (the SDK drops it, the raw body keeps it)."""
+    content: bool = True
+    """False sends the candidate without a ``content`` key (output blocked)."""
+    raw: Mapping[str, Any] | None = None
+    """A complete ``GenerateContentResponse`` body sent as is (the other fields are ignored)."""
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """An HTTP error with Google's body shape ``{"error": {code, message, status, details}}``."""
+
+    status_code: int
+    """The HTTP status code."""
+    body: Mapping[str, Any]
+    """The JSON body, ``{"error": {...}}``."""
+    mid_stream: bool = False
+    """For streaming requests: answer 200, then send the error as an SSE ``data:`` event."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Check the request before answering ``reply``; a failed check fails the test."""
+
+    check: Callable[[dict[str, Any]], str | None]
+    """Receives the request body (camelCase); returns ``None`` or what is wrong."""
+    reply: Reply | ErrorReply | Delayed
+    """What the fake answers when the check passes."""
+
+
+@dataclass(frozen=True)
+class Delayed:
+    """Wait ``seconds`` before sending ``reply`` (to test timeouts and cancellation)."""
+
+    seconds: float
+    """How long the fake waits before answering."""
+    reply: Reply | ErrorReply
+    """What it then answers."""
+
+
+ReplyLike: TypeAlias = (
+    Reply
+    | ErrorReply
+    | Delayed
+    | Checked
+    | TextPart
+    | FunctionCallPart
+    | str
+    | Mapping[str, Any]
+    | Sequence[PartLike]
+)
+"""Anything a script entry or a model function may produce: a built reply, a plain string
+(a text answer) or a raw ``GenerateContentResponse`` dict."""
+
+ModelFunction: TypeAlias = Callable[[dict[str, Any]], ReplyLike]
+"""The model as a function: gets the parsed request body (camelCase keys), returns a reply."""
+
+
+def text(value: str, *, signature: bytes | None = None) -> TextPart:
+    """Build a visible text part.
+
+    Example::
+
+        fake = FakeGemini([reply(text("Hello"), text(" world"))])
+    """
+    return TextPart(value, signature=signature)
+
+
+def thought(value: str, *, signature: bytes | None = None) -> TextPart:
+    """Build a thought-summary part (``"thought": true``), sent when thoughts are included."""
+    return TextPart(value, thought=True, signature=signature)
+
+
+def function_call(
+    name: str, args: Mapping[str, Any] | None = None, *, id: str | _Auto | None = AUTO
+) -> FunctionCallPart:
+    """Build a ``functionCall`` part.
+
+    ``id`` defaults to a fresh id chosen by the fake (Gemini 3 style); pass ``id=None``
+    for a Gemini 2.5 style call without id (answers then match by name and position).
+
+    Example::
+
+        fake = FakeGemini([function_call("read", {"path": "README.md"}), "Done."])
+    """
+    return FunctionCallPart(name, dict(args or {}), id)
+
+
+def reply(
+    *parts: PartLike,
+    finish_reason: str | None = "STOP",
+    usage: Mapping[str, int] | None = None,
+    signature: bytes | _Auto | None = AUTO,
+    finish_message: str | None = None,
+) -> Reply:
+    """Build a model turn made of ``parts`` (strings become text parts).
+
+    The first ``functionCall`` part carries a thought signature (random bytes by default,
+    remembered by the fake to check the echo); ``signature=None`` sends it unsigned.
+
+    Example::
+
+        reply(thought("Both are needed."), function_call("a", {}), function_call("b", {}),
+              usage={"promptTokenCount": 10, "candidatesTokenCount": 5})
+    """
+    return Reply(
+        tuple(TextPart(p) if isinstance(p, str) else p for p in parts),
+        finish_reason=finish_reason,
+        usage=usage,
+        signature=signature,
+        finish_message=finish_message,
+    )
+
+
+def malformed_function_call(message: str = "Malformed function call.") -> Reply:
+    """Build a ``MALFORMED_FUNCTION_CALL`` finish: empty content, as Gemini sends it."""
+    return Reply((), finish_reason="MALFORMED_FUNCTION_CALL", finish_message=message)
+
+
+def blocked(reason: str = "SAFETY", *, prompt: bool = True) -> Reply:
+    """Build a blocked answer.
+
+    ``prompt=True`` (default) blocks the prompt: ``promptFeedback.blockReason`` and no
+    candidates. ``prompt=False`` blocks the output: a candidate with ``finishReason=reason``
+    and no content.
+    """
+    if prompt:
+        return Reply((), finish_reason=None, prompt_feedback={"blockReason": reason})
+    return Reply((), finish_reason=reason, content=False)
+
+
+_QUOTA_METRIC: Final = "generativelanguage.googleapis.com/generate_content_requests"
+_STATUS_CODES: Final = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    402: "RESOURCE_EXHAUSTED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def error(
+    status_code: int,
+    status: str | None = None,
+    message: str | None = None,
+    *,
+    retry_delay: float | str | None = None,
+    quota_id: str | None = None,
+    details: Sequence[Mapping[str, Any]] = (),
+    mid_stream: bool = False,
+) -> ErrorReply:
+    """Build an HTTP error with the body shape Gemini uses.
+
+    ``retry_delay`` (seconds, or a Duration string such as ``"37s"``) adds a
+    ``google.rpc.RetryInfo`` detail; ``quota_id`` adds a ``google.rpc.QuotaFailure``
+    violation (a ``...PerDay...`` id marks a daily quota). ``mid_stream`` makes a streaming
+    request get HTTP 200 and then the error as an SSE event.
+
+    Example::
+
+        error(429, retry_delay=2.5, quota_id="GenerateRequestsPerMinutePerProjectPerModel")
+        error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+    """
+    status = status or _STATUS_CODES.get(status_code, "UNKNOWN")
+    body_details: list[Mapping[str, Any]] = []
+    if quota_id is not None:
+        body_details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [
+                    {
+                        "quotaMetric": _QUOTA_METRIC,
+                        "quotaId": quota_id,
+                        "quotaValue": "10",
+                    }
+                ],
+            }
+        )
+    if retry_delay is not None:
+        delay_text = retry_delay if isinstance(retry_delay, str) else f"{retry_delay:g}s"
+        body_details.append(
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay_text}
+        )
+    body_details.extend(details)
+    if message is None:
+        message = _default_message(status_code, status, retry_delay)
+    err: dict[str, Any] = {"code": status_code, "message": message, "status": status}
+    if body_details:
+        err["details"] = body_details
+    return ErrorReply(status_code, {"error": err}, mid_stream=mid_stream)
+
+
+def _default_message(status_code: int, status: str, retry_delay: float | str | None) -> str:
+    if status_code == 429:
+        hint = f" Please retry in {retry_delay}." if retry_delay is not None else ""
+        return "You exceeded your current quota, please check your plan and billing details." + hint
+    if status_code == 503:
+        return "The model is overloaded. Please try again later."
+    if status_code == 500:
+        return (
+            "An internal error has occurred. Please retry or report in the troubleshooting guide."
+        )
+    return f"Request failed with {status_code} {status}."
+
+
+def delay(seconds: float, then: ReplyLike | FunctionCallPart) -> Delayed:
+    """Answer ``then`` after waiting ``seconds``.
+
+    Example::
+
+        FakeGemini([delay(5.0, "too late")])   # trips a 1 s client timeout
+    """
+    inner = _plain(coerce(then))
+    if isinstance(inner, Delayed):
+        return Delayed(seconds + inner.seconds, inner.reply)
+    return Delayed(seconds, inner)
+
+
+def expect(check: Callable[[dict[str, Any]], str | None], then: ReplyLike) -> Checked:
+    """Answer ``then`` only if ``check(request_body)`` returns ``None``.
+
+    Otherwise the fake answers HTTP 500 naming the problem and records it, so
+    ``assert_consumed()`` fails too.
+
+    Example::
+
+        def saw_result(body):
+            return None if "functionResponse" in str(body["contents"][-1]) else "no result sent"
+
+        FakeGemini([function_call("read", {"path": "a"}), expect(saw_result, "Done.")])
+    """
+    return Checked(check, _plain(coerce(then)))
+
+
+def _plain(value: Reply | ErrorReply | Delayed | Checked) -> Reply | ErrorReply | Delayed:
+    if isinstance(value, Checked):
+        raise TypeError("expect() cannot wrap another expect(); combine the checks instead")
+    return value
+
+
+def coerce(value: object) -> Reply | ErrorReply | Delayed | Checked:
+    """Turn anything a script may hold into a reply value, or raise ``TypeError``."""
+    if isinstance(value, Reply | ErrorReply | Delayed | Checked):
+        return value
+    if isinstance(value, str):
+        return Reply((TextPart(value),))
+    if isinstance(value, TextPart | FunctionCallPart):
+        return Reply((value,))
+    if isinstance(value, list | tuple):
+        return reply(*value)
+    if isinstance(value, Mapping):
+        json.dumps(value)  # fail early on a body that cannot be sent
+        return Reply(raw=value)
+    raise TypeError(
+        f"FakeGemini cannot send {type(value).__name__!r}: use a string, a reply builder "
+        "(text, function_call, reply, error, delay, blocked) or a response dict"
+    )

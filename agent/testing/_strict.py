@@ -1,0 +1,525 @@
+"""Request validation rules of the fake Gemini: pure functions, no I/O.
+
+``normalize`` turns a request body into camelCase keys (proto JSON accepts both spellings, and
+the SDK sends a mix); ``check_request`` returns the message of the first rule the body breaks,
+or ``None``. The rules are the ones the real API enforces with ``400 INVALID_ARGUMENT``:
+request and part shape, roles, function names and ``parameters`` schemas, the pairing of
+function calls with function responses, and thought signatures in the current turn.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["SignatureBook", "check_request", "decode_signature", "normalize"]
+
+# Values under these keys are user data (arguments, results, free JSON Schema): never renamed.
+_OPAQUE: Final = frozenset(
+    {
+        "args",
+        "response",
+        "parametersJsonSchema",
+        "responseJsonSchema",
+        "labels",
+        "default",
+        "example",
+        "enum",
+        "partialArgs",
+    }
+)
+# Maps whose keys are names chosen by the user and whose values are schemas.
+_NAMED_SCHEMAS: Final = frozenset({"properties", "defs"})
+
+_TOP_LEVEL: Final = frozenset(
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "safetySettings",
+        "generationConfig",
+        "cachedContent",
+        "labels",
+        "serviceTier",
+        "continuationToken",
+        "store",
+        "model",
+    }
+)
+_PART_DATA: Final = (
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "executableCode",
+    "codeExecutionResult",
+    "toolCall",
+    "toolResponse",
+)
+_PART_META: Final = frozenset(
+    {
+        "thought",
+        "thoughtSignature",
+        "videoMetadata",
+        "mediaResolution",
+        "partMetadata",
+        "audioMetadata",
+        "audioTranscription",
+        "documentMetadata",
+        "mediaProcessing",
+        "speechMetadata",
+        "spreadsheetMetadata",
+    }
+)
+_DECLARATION_KEYS: Final = frozenset(
+    {
+        "name",
+        "description",
+        "parameters",
+        "parametersJsonSchema",
+        "response",
+        "responseJsonSchema",
+        "behavior",
+    }
+)
+_SCHEMA_KEYS: Final = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "maxItems",
+        "minItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "example",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "items",
+        "minimum",
+        "maximum",
+        "additionalProperties",
+        "ref",
+        "defs",
+    }
+)
+_SCHEMA_TYPES: Final = frozenset(
+    {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+)
+_FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
+_DUMMY_SIGNATURES: Final = (
+    "skip_thought_signature_validator",
+    "context_engineering_is_the_way_to_go",
+)
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def normalize(value: Any) -> Any:
+    """Return a copy of a request body with every protocol key in camelCase.
+
+    Names chosen by the user (function arguments and results, property names, free JSON
+    Schemas) are left untouched.
+    """
+    if isinstance(value, list):
+        return [normalize(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for raw_key, item in value.items():
+        key = _camel(raw_key) if isinstance(raw_key, str) else raw_key
+        if key in _OPAQUE:
+            out[key] = item
+        elif key in _NAMED_SCHEMAS and isinstance(item, dict):
+            out[key] = {name: normalize(schema) for name, schema in item.items()}
+        else:
+            out[key] = normalize(item)
+    return out
+
+
+def decode_signature(value: Any) -> bytes | None:
+    """Decode a ``thoughtSignature`` sent in standard or URL-safe base64, padded or not."""
+    if not isinstance(value, str):
+        return None
+    data = value.strip().replace("-", "+").replace("_", "/")
+    data += "=" * (-len(data) % 4)
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+_DUMMY_BYTES: Final = frozenset(
+    {decode_signature(d) for d in _DUMMY_SIGNATURES} | {d.encode() for d in _DUMMY_SIGNATURES}
+) - {None}
+
+
+@dataclass
+class SignatureBook:
+    """The thought signatures the fake has handed out, to check what comes back.
+
+    Each signature belongs to the first function call of one model step, identified by the
+    call's ``(id, name)``. Steps the fake sent unsigned (Gemini 2.5 style) are remembered too,
+    so their echo is not asked for a signature.
+    """
+
+    signed: dict[bytes, tuple[str | None, str]] = field(default_factory=dict)
+    """Signature bytes -> the (id, name) of the call it was put on."""
+    unsigned: set[tuple[str | None, str]] = field(default_factory=set)
+    """(id, name) of first calls of steps sent without a signature."""
+
+    def record_step(self, parts: Sequence[Mapping[str, Any]]) -> None:
+        """Remember the signature (or its absence) of a model step about to be sent."""
+        first = next((p for p in parts if isinstance(p.get("functionCall"), Mapping)), None)
+        if first is None:
+            return
+        call = first["functionCall"]
+        key = (call.get("id"), str(call.get("name")))
+        signature = decode_signature(first.get("thoughtSignature"))
+        if signature is None:
+            self.unsigned.add(key)
+        else:
+            self.signed[signature] = key
+
+
+class _Invalid(Exception):
+    """One broken rule; its message goes into the 400 body."""
+
+
+def check_request(body: Any, book: SignatureBook | None = None) -> str | None:
+    """Return why the real API would refuse this (normalised) request body, or ``None``.
+
+    ``book`` enables the thought-signature rules; without it they are skipped.
+    """
+    try:
+        _check(body, book)
+    except _Invalid as exc:
+        return str(exc)
+    return None
+
+
+def _check(body: Any, book: SignatureBook | None) -> None:
+    if not isinstance(body, dict):
+        raise _Invalid("Invalid JSON payload received. Expected a JSON object as the request body.")
+    for key in body:
+        if key not in _TOP_LEVEL:
+            raise _Invalid(
+                f'Invalid JSON payload received. Unknown name "{key}": Cannot find field.'
+            )
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        raise _Invalid("* GenerateContentRequest.contents: contents is not specified")
+    for index, content in enumerate(contents):
+        _check_content(content, f"contents[{index}]")
+    if body.get("systemInstruction") is not None:
+        _check_content(body["systemInstruction"], "system_instruction", system=True)
+    _check_tools(body.get("tools"))
+    _check_generation_config(body.get("generationConfig"))
+    _check_pairing(contents)
+    if book is not None:
+        _check_signatures(contents, book)
+
+
+def _check_content(content: Any, where: str, *, system: bool = False) -> None:
+    if not isinstance(content, dict):
+        raise _Invalid(f"Invalid value at '{where}': a Content must be a JSON object.")
+    for key in content:
+        if key not in ("role", "parts"):
+            raise _Invalid(
+                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
+                "Cannot find field."
+            )
+    role = content.get("role")
+    if not system and role is not None and role not in ("user", "model"):
+        raise _Invalid(f"Please use a valid role: user, model. Found {role!r} at {where}.")
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise _Invalid(f"* GenerateContentRequest.{where}.parts: contents.parts must not be empty.")
+    for index, part in enumerate(parts):
+        _check_part(part, f"{where}.parts[{index}]", role)
+
+
+def _check_part(part: Any, where: str, role: Any) -> None:
+    if not isinstance(part, dict):
+        raise _Invalid(f"Invalid value at '{where}': a Part must be a JSON object.")
+    for key in part:
+        if key not in _PART_DATA and key not in _PART_META:
+            raise _Invalid(
+                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
+                "Cannot find field."
+            )
+    data = [key for key in _PART_DATA if key in part]
+    if len(data) != 1:
+        found = ", ".join(data) or "none"
+        raise _Invalid(
+            f"* GenerateContentRequest.{where}: a Part must hold exactly one data field "
+            f"(text, inlineData, fileData, functionCall, functionResponse, ...); found: {found}."
+        )
+    if "thoughtSignature" in part and decode_signature(part["thoughtSignature"]) is None:
+        raise _Invalid(
+            f"Invalid value at '{where}.thought_signature' (TYPE_BYTES), "
+            f"Base64 decoding failed for {part['thoughtSignature']!r}"
+        )
+    if "functionCall" in part:
+        call = part["functionCall"]
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise _Invalid(
+                f"* GenerateContentRequest.{where}.function_call.name: name is required."
+            )
+        if role == "user":
+            raise _Invalid(
+                f"* GenerateContentRequest.{where}: a functionCall part must be in a 'model' "
+                "content, not a 'user' one."
+            )
+    if "functionResponse" in part:
+        response = part["functionResponse"]
+        if not isinstance(response, dict) or not isinstance(response.get("name"), str):
+            raise _Invalid(
+                f"* GenerateContentRequest.{where}.function_response.name: name is required."
+            )
+        if "response" in response and not isinstance(response["response"], dict):
+            raise _Invalid(
+                f"Invalid value at '{where}.function_response.response' (type.googleapis.com/"
+                "google.protobuf.Struct): the response must be a JSON object; wrap scalars, "
+                'e.g. {"output": ...}.'
+            )
+        if role == "model":
+            raise _Invalid(
+                f"* GenerateContentRequest.{where}: a functionResponse part must be in a 'user' "
+                "content, not a 'model' one."
+            )
+
+
+def _check_tools(tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise _Invalid("Invalid value at 'tools': expected a list of Tool objects.")
+    seen: set[str] = set()
+    for t_index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _Invalid(f"Invalid value at 'tools[{t_index}]': a Tool must be a JSON object.")
+        for d_index, decl in enumerate(tool.get("functionDeclarations") or []):
+            where = f"tools[{t_index}].function_declarations[{d_index}]"
+            name = _check_declaration(decl, where)
+            if name in seen:
+                raise _Invalid(
+                    f"* GenerateContentRequest.{where}.name: Duplicate function declaration "
+                    f"found: {name}"
+                )
+            seen.add(name)
+
+
+def _check_declaration(decl: Any, where: str) -> str:
+    if not isinstance(decl, dict):
+        raise _Invalid(f"Invalid value at '{where}': a FunctionDeclaration must be a JSON object.")
+    for key in decl:
+        if key not in _DECLARATION_KEYS:
+            raise _Invalid(
+                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
+                "Cannot find field."
+            )
+    name = decl.get("name")
+    if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name):
+        raise _Invalid(
+            f"* GenerateContentRequest.{where}.name: Invalid function name {name!r}. Must start "
+            "with a letter or an underscore, contain only a-z, A-Z, 0-9, underscores and dashes, "
+            "with a maximum length of 63."
+        )
+    if "parameters" in decl and "parametersJsonSchema" in decl:
+        raise _Invalid(
+            f"* GenerateContentRequest.{where}: parameters and parameters_json_schema are mutually "
+            f"exclusive; function {name!r} sets both."
+        )
+    if "parameters" in decl:
+        _check_schema(decl["parameters"], f"{where}.parameters")
+    if "parametersJsonSchema" in decl and not isinstance(decl["parametersJsonSchema"], dict):
+        raise _Invalid(
+            f"Invalid value at '{where}.parameters_json_schema': expected a JSON Schema object."
+        )
+    return name
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        raise _Invalid(f"Invalid value at '{where}': a Schema must be a JSON object.")
+    for key in schema:
+        if key not in _SCHEMA_KEYS:
+            raise _Invalid(
+                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': Cannot find "
+                "field. (The 'parameters' Schema is an OpenAPI subset; send a full JSON Schema "
+                "as 'parametersJsonSchema' instead.)"
+            )
+    kind = schema.get("type")
+    if kind is not None and (not isinstance(kind, str) or kind.upper() not in _SCHEMA_TYPES):
+        raise _Invalid(
+            f"Invalid value at '{where}.type' (type.googleapis.com/google.ai.generativelanguage."
+            f"Type), {kind!r}: expected one of STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT, "
+            "NULL."
+        )
+    enum = schema.get("enum")
+    if enum is not None and (
+        not isinstance(enum, list) or not all(isinstance(v, str) for v in enum)
+    ):
+        raise _Invalid(
+            f"Invalid value at '{where}.enum': enum values must be strings, got {enum!r}."
+        )
+    properties = schema.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise _Invalid(f"Invalid value at '{where}.properties': expected an object of schemas.")
+    for prop, sub in properties.items():
+        _check_schema(sub, f"{where}.properties[{prop}].value")
+    for r_index, required in enumerate(schema.get("required") or []):
+        if required not in properties:
+            raise _Invalid(
+                f"* GenerateContentRequest.{where}.required[{r_index}]: property is not defined "
+                f"({required!r})"
+            )
+    if "items" in schema:
+        _check_schema(schema["items"], f"{where}.items")
+    for a_index, sub in enumerate(schema.get("anyOf") or []):
+        _check_schema(sub, f"{where}.any_of[{a_index}]")
+    for def_name, sub in (schema.get("defs") or {}).items():
+        _check_schema(sub, f"{where}.defs[{def_name}].value")
+
+
+def _check_generation_config(config: Any) -> None:
+    if not isinstance(config, dict):
+        return
+    thinking = config.get("thinkingConfig")
+    if isinstance(thinking, dict) and "thinkingBudget" in thinking and "thinkingLevel" in thinking:
+        raise _Invalid(
+            "* GenerateContentRequest.generation_config.thinking_config: thinking_budget and "
+            "thinking_level cannot both be set."
+        )
+
+
+def _calls(content: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [p["functionCall"] for p in content.get("parts", []) if "functionCall" in p]
+
+
+def _responses(content: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [p["functionResponse"] for p in content.get("parts", []) if "functionResponse" in p]
+
+
+def _check_pairing(contents: list[dict[str, Any]]) -> None:
+    for index, content in enumerate(contents):
+        responses = _responses(content)
+        if not responses:
+            continue
+        previous = contents[index - 1] if index else None
+        if previous is not None and previous.get("role") != "model" and _responses(previous):
+            raise _Invalid(
+                f"Function responses are split over several contents (contents[{index - 1}] and "
+                f"contents[{index}]): all functionResponse parts answering one function-call "
+                "turn must be sent together, in one user content."
+            )
+        calls = _calls(previous) if previous is not None else []
+        if not calls:
+            raise _Invalid(
+                f"Please ensure that function response turn comes immediately after a function "
+                f"call turn. (contents[{index}] holds functionResponse parts but contents"
+                f"[{index - 1}] has no functionCall parts.)"
+            )
+        _match_responses(calls, responses, index)
+    for index, content in enumerate(contents):
+        if _calls(content) and (index + 1 >= len(contents) or not _responses(contents[index + 1])):
+            raise _Invalid(
+                f"Please ensure that function response turn comes immediately after a function "
+                f"call turn. (contents[{index}] holds function calls that contents[{index + 1}] "
+                "does not answer.)"
+            )
+
+
+def _match_responses(
+    calls: list[Mapping[str, Any]], responses: list[Mapping[str, Any]], index: int
+) -> None:
+    if len(calls) != len(responses):
+        raise _Invalid(
+            "Please ensure that the number of function response parts is equal to the number of "
+            f"function call parts of the function call turn. (contents[{index - 1}] has "
+            f"{len(calls)} function calls, contents[{index}] has {len(responses)} responses.)"
+        )
+    call_keys = [(c.get("id"), c.get("name")) for c in calls]
+    response_keys = [(r.get("id"), r.get("name")) for r in responses]
+    for position, (call, response) in enumerate(zip(call_keys, response_keys, strict=True)):
+        call_id, call_name = call
+        response_id, response_name = response
+        if call_id is not None and response_id == call_id and response_name == call_name:
+            continue
+        if call_id is None and response_name == call_name:
+            continue
+        if sorted(map(str, call_keys)) == sorted(map(str, response_keys)):
+            raise _Invalid(
+                f"Function responses in contents[{index}] are not in the order of the calls: "
+                f"position {position} answers {_describe(response)} but the call there is "
+                f"{_describe(call)}. Send the responses in call order."
+            )
+        raise _Invalid(
+            f"Function response at contents[{index}].parts[{position}] ({_describe(response)}) "
+            f"does not match function call {_describe(call)} of contents[{index - 1}]: the id and "
+            "name must echo the call's."
+        )
+
+
+def _describe(key: tuple[Any, Any]) -> str:
+    call_id, name = key
+    return f"{name!r} (id {call_id!r})" if call_id is not None else f"{name!r} (no id)"
+
+
+def _current_turn_start(contents: list[dict[str, Any]]) -> int:
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        if content.get("role", "user") == "user" and any(
+            "functionResponse" not in part for part in content.get("parts", [])
+        ):
+            return index + 1
+    return 0
+
+
+def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> None:
+    for index in range(_current_turn_start(contents), len(contents)):
+        content = contents[index]
+        if content.get("role") != "model":
+            continue
+        first = next((p for p in content["parts"] if "functionCall" in p), None)
+        if first is None:
+            continue
+        call = first["functionCall"]
+        key = (call.get("id"), call["name"])
+        raw = first.get("thoughtSignature")
+        if raw is None:
+            if key in book.unsigned:
+                continue
+            raise _Invalid(
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work correctly, and missing thought_signature may lead to "
+                f"degraded model performance. Additional data, function call `default_api:"
+                f"{call['name']}`, position {index + 1}. (contents[{index}]: the model turn must "
+                "be sent back exactly as received, signature included.)"
+            )
+        signature = decode_signature(raw)
+        if raw in _DUMMY_SIGNATURES or signature in _DUMMY_BYTES:
+            continue
+        if signature is None or book.signed.get(signature) != key:
+            raise _Invalid(
+                f"Invalid/Corrupted thought signature at contents[{index}] (function call "
+                f"{call['name']!r}): it is not a signature this model gave for that call."
+            )
