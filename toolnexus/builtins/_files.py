@@ -158,8 +158,22 @@ def _write(path: Path, data: bytes, shown: str) -> None:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}.") from None
 
 
+def _os_error(exc: OSError) -> ToolError:
+    where = str(exc.filename or "the file")
+    if len(where) > 200:
+        where = f"{where[:200]}... ({len(where)} characters)"
+    return ToolError(f"Cannot access {where}: {exc.strerror or exc}.")
+
+
 def _tool(name: str, execute: Any, description: str, schema: dict[str, Any]) -> Tool:
-    return Tool(name, execute, description, schema, "builtin", schema_validator(schema))
+    def guarded(args: dict[str, Any], ctx: ToolContext) -> str:
+        try:
+            result: str = execute(args, ctx)
+        except OSError as exc:  # a race or an odd path (name too long, say)
+            raise _os_error(exc) from None
+        return result
+
+    return Tool(name, guarded, description, schema, "builtin", schema_validator(schema))
 
 
 # -- read -------------------------------------------------------------------------------
@@ -519,6 +533,8 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
             payloads = files.payloads(plan.changes)
         except (PatchError, ToolError) as exc:
             raise ToolError(f"Patch not applied; no file was changed. {exc}") from None
+        except OSError as exc:
+            raise ToolError(f"Patch not applied; no file was changed. {_os_error(exc)}") from None
         files.commit(payloads)
         return "Patch applied:\n" + "\n".join(plan.summary)
 

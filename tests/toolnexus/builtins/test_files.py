@@ -482,6 +482,8 @@ HOSTILE: list[Any] = [
     True,
     "",
     "x" * 100_000,
+    "n" * 300,  # longer than a file name may be
+    "d/" * 2100,
     "../../etc/passwd",
     "/etc/passwd",
     "a\x00b",
