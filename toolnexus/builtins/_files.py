@@ -431,7 +431,8 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
 _PATCH_DESCRIPTION = """\
 Change several files in one step with a patch; either every file changes or none does.
 
-Format (every line shown is literal; paths are relative to the workspace root):
+Format (the notes in parentheses explain a line and are not part of it; paths are \
+relative to the workspace root):
 *** Begin Patch
 *** Add File: path/new.py
 +each line of the new file, prefixed with +
