@@ -1,0 +1,418 @@
+"""The one agent loop: fetch → classify → execute → decide, as an async generator of events.
+
+`Run.events` is the only copy of the loop. `Agent.run` drains it and returns the `Done`
+event's result; `Agent.stream` hands the events to the caller. The fetch step differs by
+transport mode only (unary ``generateContent`` or ``streamGenerateContent``); both feed the
+same classification, execution and decision steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from agent import _gemini
+from agent._classify import Kind, call_signature, classify
+from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
+from agent._retry import RetryPolicy, retrying
+from agent.errors import ConfigurationError, ModelError
+from agent.events import (
+    Done,
+    Event,
+    Pending,
+    Retry,
+    TextDelta,
+    Thought,
+    ToolCall,
+    ToolResultEvent,
+    UsageEvent,
+)
+from agent.hooks import Hooks, ModelRequest, Veto
+from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult, execute_async
+
+__all__ = ["Run", "Settings", "WaitFor"]
+
+T = TypeVar("T")
+
+WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
+"""Answers a suspended tool's `Request` inline (sync or async)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a run needs from its agent; built once per agent."""
+
+    model: str
+    config: _gemini.Config
+    toolkit: Toolkit
+    hooks: Hooks
+    wait_for: WaitFor | None
+    max_turns: int
+    retry: RetryPolicy
+    malformed_retries: int
+    empty_retries: int
+    repeat_limit: int
+    tool_timeout: float | None
+    client: Callable[[], _gemini.Clients]
+    streaming: bool = False
+
+
+async def _maybe(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _response(result: ToolResult, *, pending: Request | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"output": result.output, "isError": result.is_error}
+    if pending is not None:
+        response["pending"] = dict(pending)
+    return response
+
+
+class Run:
+    """The state of one run and the loop that advances it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        prompt: str | None,
+        history: Sequence[Any] | None,
+        answer: Answer | None,
+    ) -> None:
+        self.s = settings
+        self.answer = answer
+        self.contents: list[_gemini.Content] = _gemini.to_contents(history or ())
+        self.dicts: list[dict[str, Any] | None] = [
+            dict(item) if isinstance(item, Mapping) else None for item in history or ()
+        ]
+        if prompt is not None:
+            self._append(_gemini.user_content(prompt))
+        elif not self.contents:
+            raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+        self.turns = 0
+        self.usage = Usage()
+        self.turn_usage: list[Usage] = []
+        self.tool_calls: list[ToolCallRecord] = []
+        self.retries: list[Retry] = []
+        self.finish_reason: str | None = None
+        self.model_version: str | None = None
+        self._fresh_retries: list[Retry] = []
+        self._reply: _gemini.Reply | None = None
+        self._veto: str | None = None
+        self._malformed = self._empty = self._repeats = 0
+        self._last_calls: frozenset[tuple[str, str]] | None = None
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        """Run to the end, yielding every event; the last one is `Done`."""
+        waiting = await self._resume_pending()
+        if waiting is not None:
+            yield Pending(*waiting)
+            yield Done(self.result("pending", pending=waiting[0]))
+            return
+        while True:
+            if self.turns >= self.s.max_turns:
+                yield Done(self.result("incomplete", limit="max_turns"))
+                return
+            async for event in self._fetch():
+                yield event
+            reply = self._reply
+            if reply is None:
+                yield Done(self.result("blocked", reason=self._veto))
+                return
+            for event in self._observe(reply):
+                yield event
+            outcome = classify(reply)
+            end = self._decide(reply, outcome.kind, outcome.reason)
+            if end is not None:
+                yield Done(end)
+                return
+            if outcome.kind is Kind.CALLS:
+                async for event in self._execute(reply.calls):
+                    yield event
+                pending = self._first_pending()
+                if pending is not None:
+                    yield Done(self.result("pending", pending=pending))
+                    return
+
+    def _decide(self, reply: _gemini.Reply, kind: Kind, reason: str | None) -> RunResult | None:
+        """Return the result that ends the run, or ``None`` to go on (ask again or run calls)."""
+        if kind is Kind.MALFORMED:
+            self._malformed += 1
+            if self._malformed > self.s.malformed_retries:
+                return self.result("incomplete", limit="malformed_function_call", reason=reason)
+            return None
+        if kind is Kind.EMPTY:
+            self._empty += 1
+            if self._empty > self.s.empty_retries:
+                return self.result("incomplete", limit="empty_response")
+            return None
+        self._malformed = self._empty = 0
+        if reply.content is not None and reply.content.parts:
+            self._append(reply.content)
+        if kind is Kind.BLOCKED:
+            return self.result("blocked", reason=reason, text=reply.text)
+        if kind is Kind.MAX_TOKENS:
+            return self.result("incomplete", limit="max_tokens", reason=reason, text=reply.text)
+        if kind is Kind.FINAL:
+            return self.result("completed", text=reply.text)
+        signature = call_signature(reply.calls)
+        self._repeats = self._repeats + 1 if signature == self._last_calls else 1
+        self._last_calls = signature
+        if self._repeats >= self.s.repeat_limit:
+            self._refuse_repeated(reply.calls)
+            return self.result("incomplete", limit="repeated_call")
+        return None
+
+    def _observe(self, reply: _gemini.Reply) -> list[Event]:
+        """Count a response's usage; in unary mode also report its text and thoughts."""
+        self.turns += 1
+        self.turn_usage.append(reply.usage)
+        self.usage = self.usage + reply.usage
+        self.finish_reason = reply.finish_reason
+        if reply.model_version:
+            self.model_version = reply.model_version
+        events: list[Event] = [UsageEvent(self.turns, reply.usage, self.usage)]
+        if not self.s.streaming:
+            events.extend(Thought(text, self.turns) for text in reply.thoughts)
+            events.extend(TextDelta(text, self.turns) for text in reply.texts)
+        return events
+
+    # -- fetch ------------------------------------------------------------------------------
+
+    async def _fetch(self) -> AsyncIterator[Event]:
+        """Call the model (with retries); leave the parsed reply in ``self._reply``."""
+        self._reply = None
+        turn = self.turns + 1
+        request = ModelRequest(self.s.model, list(self.contents), self.s.config, turn)
+        if self.s.hooks.before_model is not None:
+            changed = await _maybe(self.s.hooks.before_model(request))
+            if isinstance(changed, Veto):
+                self._veto = changed.reason
+                return
+            if changed is not None:
+                request = changed
+        clients = self.s.client()
+        attempts = 0
+        response: Any = None
+        try:
+            async for attempt in retrying(self.s.retry, _gemini.error_info, self._on_retry):
+                while self._fresh_retries:
+                    yield self._fresh_retries.pop(0)
+                attempts += 1
+                with attempt:
+                    response = await _gemini.generate(
+                        clients.genai, request.model, request.contents, request.config
+                    )
+        except Exception as exc:
+            info = _gemini.error_info(exc)
+            if info is None:
+                raise
+            label = " ".join(str(p) for p in (info.code, info.status) if p is not None)
+            raise ModelError(
+                code=info.code,
+                status=info.status,
+                message=info.message,
+                attempts=attempts,
+                result=self.result("incomplete", reason=label or "model error"),
+            ) from exc
+        if self.s.hooks.after_model is not None:
+            changed = await _maybe(self.s.hooks.after_model(request, response))
+            if isinstance(changed, Veto):
+                self._veto = changed.reason
+                return
+            if changed is not None:
+                response = changed
+        self._reply = _gemini.parse(response)
+
+    def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
+        retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
+        self.retries.append(retry)
+        self._fresh_retries.append(retry)
+
+    # -- execute ----------------------------------------------------------------------------
+
+    async def _execute(self, calls: Sequence[_gemini.Call]) -> AsyncIterator[Event]:
+        """Run every call of a turn concurrently; append one user Content of the results."""
+        tool_calls = [
+            ToolCall(call.name, call.args, call.id, self.turns, i) for i, call in enumerate(calls)
+        ]
+        for call in tool_calls:
+            yield call
+        results: list[ToolResult | None] = [None] * len(tool_calls)
+        tasks = {
+            asyncio.ensure_future(self._run_call(call)): i for i, call in enumerate(tool_calls)
+        }
+        try:
+            waiting = set(tasks)
+            while waiting:
+                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=tasks.__getitem__):
+                    i = tasks[task]
+                    results[i] = task.result()
+                    yield ToolResultEvent(tool_calls[i], task.result())
+        finally:
+            for task in tasks:
+                task.cancel()
+        responses = []
+        for call, result in zip(tool_calls, results, strict=True):
+            assert result is not None
+            pending = result.pending
+            if pending is not None:
+                yield Pending(pending, call)
+            responses.append((call.id, call.name, _response(result, pending=pending)))
+        self._append(_gemini.function_responses(responses))
+
+    async def _run_call(
+        self, call: ToolCall, answered: tuple[Request, Answer] | None = None
+    ) -> ToolResult:
+        """One call: before-tool hook, the tool, an inline answer if asked, after-tool hook.
+
+        ``answered`` re-runs a call that suspended in an earlier run with its answer.
+        """
+        hooks = self.s.hooks
+        args: dict[str, Any] = call.args
+        result: ToolResult | None = None
+        if hooks.before_tool is not None:
+            changed = await _maybe(hooks.before_tool(call))
+            if isinstance(changed, ToolResult):
+                result = changed
+            elif changed is not None:
+                args = dict(changed)
+        if result is None and answered is not None:
+            result = await self._answered(call, args, *answered)
+        elif result is None:
+            result = await self._tool(call, args, None)
+            request = result.pending
+            if request is not None and self.s.wait_for is not None:
+                reply = await _maybe(self.s.wait_for(request))
+                result = await self._answered(call, args, request, reply)
+        if hooks.after_tool is not None:
+            changed = await _maybe(hooks.after_tool(call, result))
+            if changed is not None:
+                result = changed
+        self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
+        return result
+
+    async def _tool(
+        self, call: ToolCall, args: dict[str, Any], answer: Answer | None
+    ) -> ToolResult:
+        context = ToolContext(timeout=self.s.tool_timeout, call_id=call.id, answer=answer)
+        return await execute_async(self.s.toolkit, call.name, args, context)
+
+    async def _answered(
+        self, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
+    ) -> ToolResult:
+        """Re-run a suspended tool once with its answer; refusal or a second suspension fail."""
+        if not answer.get("ok"):
+            return ToolResult(
+                f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
+                is_error=True,
+            )
+        result = await self._tool(call, args, answer)
+        if result.pending is not None:
+            return ToolResult(
+                f"Tool {call.name!r} asked again after its request {request['id']!r} was "
+                "answered; giving up on this call.",
+                is_error=True,
+            )
+        return result
+
+    def _refuse_repeated(self, calls: Sequence[_gemini.Call]) -> None:
+        """Answer a turn the breaker stopped, so the transcript stays a valid history."""
+        note = (
+            f"Not run: this exact call was made {self.s.repeat_limit} turns in a row, "
+            "so the run was stopped."
+        )
+        refused = ToolResult(note, is_error=True)
+        self._append(
+            _gemini.function_responses([(call.id, call.name, _response(refused)) for call in calls])
+        )
+
+    # -- suspension -------------------------------------------------------------------------
+
+    def _first_pending(self) -> Request | None:
+        for _, request in _gemini.pending_requests(self.contents[-1]):
+            return request
+        return None
+
+    async def _resume_pending(self) -> tuple[Request, ToolCall] | None:
+        """Answer what a suspended transcript waits on; return what still waits, if any."""
+        waiting = _gemini.pending_requests(self.contents[-1]) if self.contents else []
+        if not waiting:
+            if self.answer is not None:
+                raise ConfigurationError(
+                    f"answer={{'id': {self.answer.get('id')!r}, ...}} was given but the history "
+                    "does not wait for an answer"
+                )
+            return None
+        calls = _gemini.calls_of(self.contents[-2]) if len(self.contents) > 1 else []
+        for index, request in waiting:
+            if index >= len(calls):
+                raise ConfigurationError("the history's pending function response has no call")
+            source = calls[index]
+            call = ToolCall(source.name, source.args, source.id, 0, index)
+            if self.answer is not None and self.answer.get("id") == request["id"]:
+                answer, self.answer = self.answer, None
+            elif self.s.wait_for is not None:
+                answer = await _maybe(self.s.wait_for(request))
+            else:
+                if self.answer is not None:
+                    raise ConfigurationError(
+                        f"answer id {self.answer.get('id')!r} does not match the pending "
+                        f"request {request['id']!r}"
+                    )
+                return request, call
+            result = await self._run_call(call, (request, answer))
+            self._replace_last(
+                _gemini.replace_response(self.contents[-1], index, _response(result))
+            )
+        return None
+
+    # -- transcript and result --------------------------------------------------------------
+
+    def _append(self, content: _gemini.Content) -> None:
+        self.contents.append(content)
+        self.dicts.append(None)
+
+    def _replace_last(self, content: _gemini.Content) -> None:
+        self.contents[-1] = content
+        self.dicts[-1] = None
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """Return the transcript as JSON-ready dicts, converting each Content once."""
+        for i, cached in enumerate(self.dicts):
+            if cached is None:
+                self.dicts[i] = _gemini.to_dict(self.contents[i])
+        return list(self.dicts)  # type: ignore[arg-type]
+
+    def result(
+        self,
+        status: Status,
+        *,
+        text: str = "",
+        reason: str | None = None,
+        limit: Limit | None = None,
+        pending: Request | None = None,
+    ) -> RunResult:
+        """Snapshot the run as a `RunResult`."""
+        return RunResult(
+            status=status,
+            text=text,
+            reason=reason,
+            limit=limit,
+            turns=self.turns,
+            tool_calls=tuple(self.tool_calls),
+            usage=self.usage,
+            turn_usage=tuple(self.turn_usage),
+            contents=self.transcript(),
+            finish_reason=self.finish_reason,
+            model=self.model_version or self.s.model,
+            pending=pending,
+            retries=tuple(self.retries),
+        )

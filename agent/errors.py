@@ -1,0 +1,91 @@
+"""Exceptions raised by the agent package.
+
+Misuse (a missing API key, bad options, a transcript that cannot be resumed) is a different
+branch from a run that failed; a failed run carries the partial `RunResult` so no completed
+turn is lost::
+
+    AgentError                    base of everything raised here
+    ├── ConfigurationError        misuse: no API key, bad options, unusable history/answer
+    └── RunError                  a run failed part-way; ``.result`` is the partial RunResult
+        ├── ModelError            the model call failed and retries did not help
+        └── DeadlineExceededError the whole-run deadline passed
+
+Results the model can cause (a tool error, a blocked prompt, a hit limit) are never raised:
+they are statuses of the `RunResult`. Cancellation (`asyncio.CancelledError`) propagates
+untouched and is never retried.
+
+Example::
+
+    from agent import Agent, ModelError
+
+    try:
+        result = await agent.run("Summarise README.md")
+    except ModelError as exc:
+        print(exc.code, exc.status, exc.message, len(exc.result.contents))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent._result import RunResult
+
+__all__ = [
+    "AgentError",
+    "ConfigurationError",
+    "DeadlineExceededError",
+    "ModelError",
+    "RunError",
+]
+
+
+class AgentError(Exception):
+    """Base class of every exception the agent package raises."""
+
+
+class ConfigurationError(AgentError):
+    """The agent was set up or called wrongly (no API key, bad options, bad history).
+
+    Fix the call; retrying the same call cannot succeed.
+    """
+
+
+class RunError(AgentError):
+    """A run failed part-way; `result` holds everything completed before the failure."""
+
+    def __init__(self, message: str, *, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+        """The partial result: completed turns, tool calls, usage and the transcript."""
+
+
+class ModelError(RunError):
+    """The model call failed and survived the retry policy (or was not retryable).
+
+    ``code`` is the HTTP status (``None`` for a network error or timeout), ``status`` the
+    server's status string (``"RESOURCE_EXHAUSTED"``, ``"INVALID_ARGUMENT"``, or
+    ``"NETWORK_ERROR"`` / ``"TIMEOUT"`` for transport failures) and ``message`` the server's
+    message. ``attempts`` counts the calls made, retries included.
+    """
+
+    def __init__(
+        self,
+        *,
+        code: int | None,
+        status: str | None,
+        message: str,
+        attempts: int,
+        result: RunResult,
+    ) -> None:
+        label = " ".join(str(part) for part in (code, status) if part is not None) or "error"
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        super().__init__(f"Gemini call failed after {tries}: {label}: {message}", result=result)
+        self.code = code
+        self.status = status
+        self.message = message
+        self.attempts = attempts
+
+
+class DeadlineExceededError(RunError):
+    """The run's overall ``deadline`` (seconds) passed before the run finished."""

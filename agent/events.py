@@ -1,0 +1,133 @@
+"""Typed events of a run, as yielded by `Agent.stream` (and drained by `Agent.run`).
+
+Every run produces the same sequence whatever the mode: text and thoughts as they arrive,
+a `ToolCall` and a `ToolResultEvent` per function call, `Retry` when a model call is
+retried, `UsageEvent` after each model response, `Pending` when a tool suspends, and exactly
+one final `Done` carrying the `RunResult`.
+
+Example::
+
+    async for event in agent.stream("List the Python files"):
+        match event:
+            case TextDelta(text=text):
+                print(text, end="")
+            case ToolCall(name=name, args=args):
+                print(f" -> {name}({args})")
+            case Done(result=result):
+                print(result.status)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent._result import RunResult, Usage
+    from toolnexus import Request, ToolResult
+
+__all__ = [
+    "Done",
+    "Event",
+    "Pending",
+    "Retry",
+    "TextDelta",
+    "Thought",
+    "ToolCall",
+    "ToolResultEvent",
+    "UsageEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Visible model text (a streamed piece, or a whole part in unary mode)."""
+
+    text: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    """Thought-summary text (only sent when the model is asked to include thoughts)."""
+
+    text: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call the model asked for; also what before-tool hooks receive."""
+
+    name: str
+    """The tool name as the model sent it."""
+    args: dict[str, Any]
+    """The arguments as the model sent them."""
+    id: str | None
+    """The model's call id, when present."""
+    turn: int
+    """The model turn (1-based) that asked for the call."""
+    index: int = 0
+    """Position of the call within its turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """The result of one function call, as it will be sent back to the model."""
+
+    call: ToolCall
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A tool suspended on a `Request` that no ``wait_for`` callable answered."""
+
+    request: Request
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A model call failed and will be tried again after ``delay`` seconds."""
+
+    attempt: int
+    """The attempt that failed (1 = the first call)."""
+    delay: float
+    """Seconds waited before the next attempt."""
+    code: int | None
+    """HTTP status of the failure (``None`` for a network error or timeout)."""
+    status: str | None
+    """Server status string, or ``"NETWORK_ERROR"`` / ``"TIMEOUT"``."""
+    turn: int = 0
+    """The model turn being fetched."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "attempt": self.attempt,
+            "delay": self.delay,
+            "code": self.code,
+            "status": self.status,
+            "turn": self.turn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent:
+    """Token counts of one model response and the running total of the run."""
+
+    turn: int
+    usage: Usage
+    total: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The run ended; always the last event."""
+
+    result: RunResult
+
+
+Event = TextDelta | Thought | ToolCall | ToolResultEvent | Pending | Retry | UsageEvent | Done
+"""Any event of a run."""
