@@ -21,7 +21,7 @@ class Limits:
     max_bytes: int = 50_000
     """Bytes of output returned by ``bash``, ``read``, ``grep``, ``glob`` and ``webfetch``."""
     max_lines: int = 2000
-    """Lines of output returned by ``bash``, ``read``, ``grep`` and ``glob``."""
+    """Lines of output returned by ``bash``, ``read``, ``grep``, ``glob`` and ``webfetch``."""
     max_line_length: int = 2000
     """Characters kept of one line in ``read`` and ``grep`` output."""
     read_lines: int = 2000

@@ -36,7 +36,11 @@ class Workspace:
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.root / candidate
-        real = candidate.resolve()
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise ToolError(f"Path {path!r} cannot be used: {reason}") from None
         if not self.confine or _within(real, self.root):
             return real
         if any(_within(real, base) for base in self.read_only):
