@@ -424,13 +424,14 @@ def _check_pairing(contents: list[dict[str, Any]]) -> None:
         responses = _responses(content)
         if not responses:
             continue
-        previous = contents[index - 1] if index else None
-        if previous is not None and previous.get("role") != "model" and _responses(previous):
+        following = contents[index + 1] if index + 1 < len(contents) else None
+        if following is not None and following.get("role") != "model" and _responses(following):
             raise _Invalid(
-                f"Function responses are split over several contents (contents[{index - 1}] and "
-                f"contents[{index}]): all functionResponse parts answering one function-call "
+                f"Function responses are split over several contents (contents[{index}] and "
+                f"contents[{index + 1}]): all functionResponse parts answering one function-call "
                 "turn must be sent together, in one user content."
             )
+        previous = contents[index - 1] if index else None
         calls = _calls(previous) if previous is not None else []
         if not calls:
             raise _Invalid(
