@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import queue
 import threading
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -73,18 +74,46 @@ def _settle(future: asyncio.Future[object], value: object, error: BaseException 
         future.set_exception(error)
 
 
-async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    """Run a sync execute callable on its own daemon thread.
+class _Workers:
+    """Daemon threads that run sync tools, reused between calls.
 
     Not the loop's default executor: a tool that hangs past its timeout would keep that
-    executor, and with it ``asyncio.run`` (and so `execute`) and interpreter exit, waiting
-    for it. A daemon thread is abandoned instead.
+    executor, and with it ``asyncio.run`` (so `execute`) and interpreter exit, waiting for
+    it. A hung tool here only occupies its own daemon thread; the next call gets another.
+    Idle threads are kept for reuse, so there are at most as many as calls ever ran at once.
     """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        if spawn:
+            threading.Thread(target=self._work, name="toolnexus-worker", daemon=True).start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()
+
+
+async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    """Run a sync execute callable on a worker thread and await its outcome."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[object] = loop.create_future()
     context = contextvars.copy_context()
 
-    def work() -> None:
+    def job() -> None:
         value: object = None
         error: BaseException | None = None
         try:
@@ -95,7 +124,7 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_settle, future, value, error)
 
-    threading.Thread(target=work, name=f"toolnexus-{tool.name}", daemon=True).start()
+    _WORKERS.submit(job)
     return await future
 
 

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 import threading
@@ -129,25 +130,34 @@ class _Spec:
                     param.default, alias=param.name, description=param.description
                 )
             fields[f"p{index}"] = (param.annotation, info)
-        try:
+        # Deferred: rendering the schema does not also compile the validator.
+        with self._unusable():
             return pydantic.create_model(
                 self.name,
-                __config__=pydantic.ConfigDict(extra="forbid"),
+                __config__=pydantic.ConfigDict(extra="forbid", defer_build=True),
                 **fields,
             )
-        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+
+    @contextlib.contextmanager
+    def _unusable(self) -> Iterator[None]:
+        """Turn pydantic's complaint about a type it cannot handle into a clear TypeError."""
+        try:
+            yield
+        except pydantic.PydanticUserError as exc:
             raise TypeError(f"cannot build an input schema for tool {self.name!r}: {exc}") from exc
 
     def schema(self) -> dict[str, Any]:
         if self._schema is None:
-            raw = self.model().model_json_schema(schema_generator=_ToolSchemaGenerator)
+            with self._unusable():
+                raw = self.model().model_json_schema(schema_generator=_ToolSchemaGenerator)
             raw.pop("title", None)
             self._schema = _strip_none_defaults(raw)
         return self._schema
 
     def validate(self, args: Any) -> dict[str, Any]:
         try:
-            instance = self.model().model_validate(args)
+            with self._unusable():
+                instance = self.model().model_validate(args)
         except pydantic.ValidationError as exc:
             raise ArgumentError(_describe(exc, [p.name for p in self.params])) from None
         values = instance.__dict__

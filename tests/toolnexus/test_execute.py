@@ -220,6 +220,10 @@ def test_a_hung_sync_tool_does_not_hold_up_sync_execute(tk: tn.Toolkit) -> None:
     result = tn.execute(tk, "hang_sync", {}, SHORT)
     assert result.output == "Tool 'hang_sync' timed out after 0.2 s."
     assert not HANG_DONE.is_set()
+    # The blocked worker thread does not starve later calls.
+    assert tn.execute(tk, "hang_sync", {}, SHORT).is_error
+    assert tn.execute(tk, "echo", {"text": "still fine"}) == ToolResult("still fine")
+    assert not HANG_DONE.is_set()
 
 
 def test_context_reaches_the_tool() -> None:
