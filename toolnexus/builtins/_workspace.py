@@ -33,14 +33,13 @@ class Workspace:
         """Return the absolute, symlink-free path for ``path``, or raise `ToolError`."""
         if not path or "\x00" in path:
             raise ToolError("The path is empty or contains a NUL character.")
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
         try:
+            candidate = Path(path).expanduser()
+            if not candidate.is_absolute():
+                candidate = self.root / candidate
             real = candidate.resolve()
-        except (OSError, RuntimeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise ToolError(f"Path {path!r} cannot be used: {reason}") from None
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ToolError(f"Cannot use path {path[:200]!r}: {exc}") from None
         if not self.confine or _within(real, self.root):
             return real
         if any(_within(real, base) for base in self.read_only):
@@ -50,7 +49,8 @@ class Workspace:
                 )
             return real
         raise ToolError(
-            f"Path {path!r} resolves to {real}, outside the workspace {self.root}. "
+            f"Path {path[:200]!r} resolves to {str(real)[:300]}, outside the workspace "
+            f"{self.root}. "
             "Use a path inside the workspace."
         )
 
