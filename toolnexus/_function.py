@@ -316,7 +316,13 @@ def _inspect(
     summary, docs = parse_docstring(inspect.getdoc(fn))
     params: list[_Param] = []
     context_param: str | None = None
-    for param in signature.parameters.values():
+    for index, param in enumerate(signature.parameters.values()):
+        if index == 0 and param.name in ("self", "cls") and inspect.isfunction(fn):
+            raise TypeError(
+                f"define_tool({tool_name!r}): the first parameter is {param.name!r}, so this looks "
+                "like a method defined in a class body; define the tool from the bound method "
+                "instead, e.g. define_tool(instance.method)"
+            )
         if param.kind in _REJECTED_KINDS:
             shown = _REJECTED_KINDS[param.kind].format(param.name)
             raise TypeError(
@@ -395,7 +401,8 @@ def define_tool(
     result that lists every problem by field path. A parameter annotated `ToolContext`
     receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
     of the schema. ``*args``, ``**kwargs`` and positional-only parameters raise
-    `TypeError` here, as does a type hint that cannot be resolved.
+    `TypeError` here, as does a type hint that cannot be resolved; for a method, pass the
+    bound method (``define_tool(obj.method)``).
 
     Sync functions run in a worker thread, async ones on the event loop. The return
     value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,

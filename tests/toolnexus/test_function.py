@@ -400,6 +400,25 @@ def test_unsupported_parameters_are_rejected(fn: Callable[..., Any], message: st
         define_tool(fn)
 
 
+def test_unbound_method_is_rejected_and_bound_method_works() -> None:
+    class Counter:
+        def __init__(self) -> None:
+            self.total = 0
+
+        def add(self, n: int) -> int:
+            """Add to the running total."""
+            self.total += n
+            return self.total
+
+    with pytest.raises(TypeError, match="define the tool from the bound method instead"):
+        define_tool(Counter.add)
+    counter = Counter()
+    tool = define_tool(counter.add)
+    assert list(tool.input_schema["properties"]) == ["n"]
+    assert run(tool, {"n": 2}).output == "2"
+    assert run(tool, {"n": 3}).output == "5"
+
+
 def test_unresolvable_hint_is_rejected() -> None:
     def fn(x: NotDefinedAnywhere) -> None: ...  # type: ignore[name-defined]  # noqa: F821
 
