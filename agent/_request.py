@@ -180,8 +180,8 @@ def _required_problems(node: Mapping[str, Any], where: str) -> Iterator[tuple[st
         yield f"{where}.required", "must be a list of property names"
         return
     properties = node.get("properties")
-    if isinstance(properties, Mapping):
-        for missing in (r for r in required if r not in properties):
+    if isinstance(properties, Mapping) or properties is None:
+        for missing in (r for r in required if r not in (properties or {})):
             yield f"{where}.required", f"{missing!r} is required but not a declared property"
 
 

@@ -1,0 +1,376 @@
+"""The agent loop over the real google-genai client and respx: the exact JSON of every turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from agent import Agent, ConfigurationError, ToolDeclarationWarning
+from agent.events import Done, TextDelta, ToolCall, ToolResultEvent, UsageEvent
+from tests.agent._loop_support import (
+    KEY,
+    Script,
+    call,
+    declarations,
+    decode_signature,
+    echo_toolkit,
+    json_schema_of,
+    make_agent,
+    reply,
+    text,
+    usage,
+)
+from toolnexus import Tool, toolkit
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+@pytest.fixture
+def mock() -> respx.MockRouter:
+    with respx.mock(assert_all_called=False) as router:
+        yield router
+
+
+SIG = "+vv8/f7/AAEC"  # standard base64; the SDK re-encodes it URL-safe
+
+
+async def test_parallel_calls_answered_in_one_content_in_call_order(http, mock):
+    script = Script(
+        mock,
+        [
+            reply(
+                text("Let me check both.", thought=True),
+                call("echo", {"text": "a"}, id="fc_1", sig=SIG),
+                call("echo", {"text": "b"}, id="fc_2"),
+                meta=usage(10, 5, 15),
+            ),
+            reply(text("Both done."), meta=usage(30, 3, 33)),
+        ],
+    )
+    result = await make_agent(http, echo_toolkit(), system_prompt="Be terse.").run("go")
+
+    assert result.status == "completed"
+    assert result.text == "Both done."
+    assert len(script.bodies) == 2
+    first = script.bodies[0]
+    assert first["contents"] == [{"role": "user", "parts": [{"text": "go"}]}]
+    assert first["systemInstruction"]["parts"] == [{"text": "Be terse."}]
+
+    sent = script.contents(1)
+    assert len(sent) == 3
+    model_turn = sent[1]
+    assert model_turn["role"] == "model"
+    assert model_turn["parts"][0] == {"text": "Let me check both.", "thought": True}
+    assert model_turn["parts"][1]["functionCall"] == {
+        "id": "fc_1",
+        "name": "echo",
+        "args": {"text": "a"},
+    }
+    assert decode_signature(model_turn["parts"][1]["thoughtSignature"]) == decode_signature(SIG)
+    assert "thoughtSignature" not in model_turn["parts"][2]
+    assert sent[2] == {
+        "role": "user",
+        "parts": [
+            {
+                "functionResponse": {
+                    "id": "fc_1",
+                    "name": "echo",
+                    "response": {"output": "echo:a", "isError": False},
+                }
+            },
+            {
+                "functionResponse": {
+                    "id": "fc_2",
+                    "name": "echo",
+                    "response": {"output": "echo:b", "isError": False},
+                }
+            },
+        ],
+    }
+    assert [(c.name, c.args, c.id) for c in result.tool_calls] == [
+        ("echo", {"text": "a"}, "fc_1"),
+        ("echo", {"text": "b"}, "fc_2"),
+    ]
+    # The transcript keeps the signature too, and is valid history for another run.
+    assert decode_signature(result.contents[1]["parts"][1]["thoughtSignature"]) == (
+        decode_signature(SIG)
+    )
+    assert result.contents[2] == sent[2]
+    assert result.contents[3] == {"role": "model", "parts": [{"text": "Both done."}]}
+
+
+async def test_calls_without_ids_get_responses_without_ids(http, mock):
+    script = Script(mock, [reply(call("echo", {"text": "x"})), reply(text("ok"))])
+    await make_agent(http, echo_toolkit()).run("go")
+    assert script.contents(1)[2]["parts"] == [
+        {"functionResponse": {"name": "echo", "response": {"output": "echo:x", "isError": False}}}
+    ]
+
+
+async def test_eight_calls_run_concurrently(http, mock):
+    def slow(args: dict[str, Any], ctx: Any) -> str:
+        time.sleep(0.2)
+        return f"slept {args['n']}"
+
+    tk = toolkit([Tool("slow", slow, "Sleep a bit.", {"type": "object"})])
+    script = Script(
+        mock,
+        [
+            reply(*(call("slow", {"n": n}, id=f"c{n}") for n in range(8))),
+            reply(text("all done")),
+        ],
+    )
+    started = time.perf_counter()
+    result = await make_agent(http, tk).run("go")
+    elapsed = time.perf_counter() - started
+    assert result.status == "completed"
+    assert elapsed < 8 * 0.2 / 2, elapsed
+    outputs = [p["functionResponse"]["response"]["output"] for p in script.contents(1)[2]["parts"]]
+    assert outputs == [f"slept {n}" for n in range(8)]
+
+
+async def test_async_tools_also_run_concurrently(http, mock):
+    running = 0
+    peak = 0
+
+    async def wait(args: dict[str, Any], ctx: Any) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return "ok"
+
+    tk = toolkit([Tool("wait", wait, "Wait.", {"type": "object"})])
+    Script(mock, [reply(call("wait", {}), call("wait", {"x": 1})), reply(text("done"))])
+    await make_agent(http, tk).run("go")
+    assert peak == 2
+
+
+RICH_SCHEMA = {
+    "type": "object",
+    "$defs": {"Unit": {"type": "string", "enum": ["C", "F"]}},
+    "properties": {
+        "unit": {"$ref": "#/$defs/Unit"},
+        "city": {"type": ["string", "null"]},
+        "mode": {"const": "fast"},
+        "target": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        "extra": {"type": "object", "additionalProperties": {"type": "number"}},
+    },
+    "required": ["unit"],
+    "additionalProperties": False,
+}
+
+
+async def test_json_schema_reaches_the_wire_intact(http, mock):
+    tk = toolkit([Tool("weather", lambda a, c: "sunny", "Weather.", RICH_SCHEMA)])
+    script = Script(mock, [reply(text("hi"))])
+    await make_agent(http, tk).run("go")
+    (decl,) = declarations(script.bodies[0])
+    assert decl["name"] == "weather"
+    assert decl["description"] == "Weather."
+    assert json_schema_of(decl) == RICH_SCHEMA
+
+
+async def test_a_tool_gemini_would_refuse_is_reported_and_left_out(http, mock):
+    bad = Tool("1bad name", lambda a, c: "x", "Bad name.", {"type": "object"})
+    tk = echo_toolkit(bad)
+    with pytest.warns(ToolDeclarationWarning, match=r"1bad_name.*field name"):
+        agent = make_agent(http, tk)
+    assert [(p.tool, p.field) for p in agent.problems] == [("1bad_name", "name")]
+    script = Script(mock, [reply(text("fine"))])
+    result = await agent.run("go")
+    assert result.status == "completed"
+    assert [d["name"] for d in declarations(script.bodies[0])] == ["echo"]
+
+
+async def test_refused_declarations_can_raise_instead(http):
+    bad = Tool("ok", lambda a, c: "x", "", {"type": "object", "required": ["missing"]})
+    with pytest.raises(ConfigurationError, match=r"'ok'.*parametersJsonSchema.required"):
+        make_agent(http, toolkit([bad]), invalid_tools="raise")
+
+
+async def test_no_tools_means_no_tools_key(http, mock):
+    script = Script(mock, [reply(text("hello"))])
+    result = await make_agent(http).run("hi")
+    assert result.status == "completed"
+    assert "tools" not in script.bodies[0]
+    assert "toolConfig" not in script.bodies[0]
+    assert "systemInstruction" not in script.bodies[0]
+
+
+async def test_unknown_tool_gets_an_error_response_and_the_run_goes_on(http, mock):
+    script = Script(mock, [reply(call("nope", {"a": 1}, id="x1")), reply(text("sorry"))])
+    result = await make_agent(http, echo_toolkit()).run("go")
+    assert result.status == "completed"
+    (part,) = script.contents(1)[2]["parts"]
+    response = part["functionResponse"]
+    assert response["id"] == "x1"
+    assert response["name"] == "nope"
+    assert response["response"]["isError"] is True
+    assert "Unknown tool 'nope'" in response["response"]["output"]
+    assert "echo" in response["response"]["output"]
+
+
+async def test_usage_is_summed_and_kept_per_turn(http, mock):
+    Script(
+        mock,
+        [
+            reply(
+                call("echo", {"text": "a"}),
+                meta=usage(100, 20, 170, thoughtsTokenCount=50, cachedContentTokenCount=40),
+            ),
+            reply(
+                text("done"),
+                meta=usage(130, 7, 137, toolUsePromptTokenCount=3),
+                model_version="gemini-2.5-flash-001",
+            ),
+        ],
+    )
+    result = await make_agent(http, echo_toolkit()).run("go")
+    assert result.turns == 2
+    assert [u.total for u in result.turn_usage] == [170, 137]
+    u = result.usage
+    assert (u.prompt, u.candidates, u.thoughts, u.cached, u.tool_use_prompt, u.total) == (
+        230,
+        27,
+        50,
+        40,
+        3,
+        307,
+    )
+    assert result.model == "gemini-2.5-flash-001"
+    assert result.finish_reason == "STOP"
+
+
+async def test_history_continues_a_conversation(http, mock):
+    script = Script(mock, [reply(text("first")), reply(text("second"))])
+    agent = make_agent(http)
+    first = await agent.run("one")
+    second = await agent.run("two", history=first.contents)
+    assert second.text == "second"
+    assert script.contents(1) == [
+        {"role": "user", "parts": [{"text": "one"}]},
+        {"role": "model", "parts": [{"text": "first"}]},
+        {"role": "user", "parts": [{"text": "two"}]},
+    ]
+    answer = {"role": "model", "parts": [{"text": "second"}]}
+    assert second.contents == [*script.contents(1), answer]
+
+
+async def test_stream_yields_typed_events_from_the_same_loop(http, mock):
+    Script(
+        mock,
+        [reply(call("echo", {"text": "a"}, id="1")), reply(text("bye"), meta=usage(1, 1, 2))],
+    )
+    events = [e async for e in make_agent(http, echo_toolkit()).stream("go")]
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        "UsageEvent",
+        "ToolCall",
+        "ToolResultEvent",
+        "UsageEvent",
+        "TextDelta",
+        "Done",
+    ]
+    assert isinstance(events[1], ToolCall) and events[1].id == "1"
+    assert isinstance(events[2], ToolResultEvent) and events[2].result.output == "echo:a"
+    assert isinstance(events[3], UsageEvent) and events[3].total.total == 2
+    assert isinstance(events[4], TextDelta) and events[4].text == "bye"
+    assert isinstance(events[-1], Done) and events[-1].result.status == "completed"
+
+
+async def test_the_api_key_never_leaks(http, mock, caplog):
+    caplog.set_level(logging.DEBUG)
+    Script(
+        mock,
+        [
+            reply(call("echo", {"text": "a"})),
+            reply(text("done")),
+        ],
+    )
+    agent = make_agent(http, echo_toolkit())
+    result = await agent.run("go")
+    assert KEY not in json.dumps(result.to_dict())
+    assert KEY not in repr(agent)
+    for record in caplog.records:
+        assert KEY not in record.getMessage()
+
+
+async def test_missing_key_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="GEMINI_API_KEY") as info:
+        Agent()
+    assert "GOOGLE_API_KEY" in str(info.value)
+
+
+async def test_key_from_environment(monkeypatch, http, mock):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    script = Script(mock, [reply(text("ok"))])
+    await Agent(http_client=http).run("hi")
+    assert script.headers[0]["x-goog-api-key"] == KEY
+
+
+async def test_base_url_and_version_and_timeout(http, mock):
+    route = mock.post("http://127.0.0.1:9/v1beta/models/gemini-x:generateContent").mock(
+        return_value=httpx.Response(200, json=reply(text("ok")))
+    )
+    agent = Agent(
+        "gemini-x",
+        api_key=KEY,
+        http_client=http,
+        base_url="http://127.0.0.1:9",
+        api_version="v1beta",
+        timeout=30,
+    )
+    assert (await agent.run("hi")).text == "ok"
+    assert route.calls.last.request.headers["x-server-timeout"] == "30"
+
+
+async def test_base_url_from_the_environment(monkeypatch, http, mock):
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:7")
+    route = mock.post(url__regex=r"^http://127\.0\.0\.1:7/.*:generateContent$").mock(
+        return_value=httpx.Response(200, json=reply(text("ok")))
+    )
+    await Agent(api_key=KEY, http_client=http).run("hi")
+    assert route.called
+
+
+def test_run_sync_works_twice_on_the_default_client():
+    with respx.mock() as router:
+        script = Script(router, [reply(text("one")), reply(text("two"))])
+        agent = Agent(api_key=KEY)
+        assert agent.run_sync("a").text == "one"
+        assert agent.run_sync("b").text == "two"
+        assert len(script.bodies) == 2
+        asyncio.run(agent.aclose())
+
+
+async def test_run_sync_refuses_inside_a_running_loop(http):
+    with pytest.raises(ConfigurationError, match=r"await agent\.run"):
+        make_agent(http).run_sync("hi")
+
+
+async def test_a_prompt_or_history_is_required(http):
+    with pytest.raises(ConfigurationError, match="needs a prompt"):
+        await make_agent(http).run()
+
+
+async def test_bad_options_are_configuration_errors(http):
+    with pytest.raises(ConfigurationError, match="max_turns"):
+        make_agent(http, max_turns=0)
+    with pytest.raises(ConfigurationError, match="may not set 'tools'"):
+        make_agent(http, config={"tools": []})
+    with pytest.raises(ConfigurationError, match="generation config"):
+        make_agent(http, config={"no_such_field": 1})
