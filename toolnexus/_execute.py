@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -105,6 +106,15 @@ class _Workers:
 
 
 _WORKERS = _Workers()
+
+
+def _reset_workers_after_fork() -> None:
+    # A forked child inherits the idle count but none of the threads.
+    global _WORKERS  # noqa: PLW0603
+    _WORKERS = _Workers()
+
+
+os.register_at_fork(after_in_child=_reset_workers_after_fork)
 
 
 async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -284,3 +287,19 @@ async def test_calls_run_concurrently(tk: tn.Toolkit) -> None:
     kit = tn.toolkit([Tool("meet", meet)])
     results = await asyncio.gather(*(tn.execute_async(kit, "meet", {"i": i}) for i in range(3)))
     assert [r.output for r in results] == ["0", "1", "2"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_sync_tools_still_run_in_a_forked_child(tk: tn.Toolkit) -> None:
+    assert tn.execute(tk, "echo", {"text": "warm up the workers"}).output == "warm up the workers"
+    ctx = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        # Python warns that forking a process with threads may deadlock; that is the point.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with ctx.Pool(1) as pool:
+            assert pool.apply(_echo_in_child, (), {}) == "from the child"
+
+
+def _echo_in_child() -> str:
+    kit = tn.toolkit([TOOLS[0]])
+    return tn.execute(kit, "echo", {"text": "from the child"}, ToolContext(timeout=10)).output
