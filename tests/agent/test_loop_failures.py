@@ -1,0 +1,225 @@
+"""Model-call failures: what is retried, how long it waits, and what survives as an exception."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import traceback
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import respx
+
+from agent import DeadlineExceededError, ModelError, RetryPolicy, RunError
+from tests.agent._loop_support import (
+    KEY,
+    Script,
+    Sleeps,
+    api_error,
+    call,
+    echo_toolkit,
+    make_agent,
+    reply,
+    text,
+)
+from toolnexus import Tool, toolkit
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+@pytest.fixture
+def mock() -> respx.MockRouter:
+    with respx.mock(assert_all_called=False) as router:
+        yield router
+
+
+RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}
+PER_MINUTE = {
+    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+    "violations": [{"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}],
+}
+PER_DAY = {
+    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+    "violations": [{"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}],
+}
+
+
+async def test_429_waits_the_servers_retry_delay(http, mock):
+    sleeps = Sleeps()
+    rate_limited = api_error(429, "RESOURCE_EXHAUSTED", "slow down", [PER_MINUTE, RETRY_INFO])
+    script = Script(mock, [rate_limited, reply(text("ok"))])
+    result = await make_agent(http, sleeps=sleeps).run("go")
+    assert result.status == "completed"
+    assert sleeps.waits == [1.5]
+    assert [(r.attempt, r.delay, r.code, r.status) for r in result.retries] == [
+        (1, 1.5, 429, "RESOURCE_EXHAUSTED")
+    ]
+    assert script.bodies[0] == script.bodies[1]
+
+
+async def test_retry_after_header_is_honoured(http, mock):
+    sleeps = Sleeps()
+    busy = api_error(503, "UNAVAILABLE", "busy", **{"Retry-After": "7"})
+    Script(mock, [busy, reply(text("ok"))])
+    await make_agent(http, sleeps=sleeps).run("go")
+    assert sleeps.waits == [7.0]
+
+
+async def test_503_twice_then_200_completes_with_two_retries(http, mock):
+    sleeps = Sleeps()
+    busy = api_error(503, "UNAVAILABLE", "The model is overloaded.")
+    script = Script(mock, [busy, busy, reply(text("ok"))])
+    result = await make_agent(http, sleeps=sleeps).run("go")
+    assert result.status == "completed"
+    assert len(script.bodies) == 3
+    assert [(r.attempt, r.code) for r in result.retries] == [(1, 503), (2, 503)]
+    assert sleeps.waits == [1.0, 2.0]  # exponential backoff, jitter 0 here
+
+
+async def test_backoff_has_jitter_and_a_ceiling():
+    policy = RetryPolicy(initial_backoff=1.0, max_backoff=5.0, jitter=0.5, random=lambda: 0.5)
+    assert [policy.backoff(n) for n in (1, 2, 3, 4, 5)] == [1.25, 2.25, 4.25, 5.25, 5.25]
+
+
+async def test_per_day_quota_is_raised_at_once(http, mock):
+    sleeps = Sleeps()
+    day = api_error(429, "RESOURCE_EXHAUSTED", "daily quota", [PER_DAY, RETRY_INFO])
+    script = Script(mock, [day])
+    with pytest.raises(ModelError) as info:
+        await make_agent(http, sleeps=sleeps).run("go")
+    assert len(script.bodies) == 1
+    assert sleeps.waits == []
+    assert (info.value.code, info.value.status, info.value.attempts) == (
+        429,
+        "RESOURCE_EXHAUSTED",
+        1,
+    )
+
+
+async def test_400_is_raised_at_once_with_the_partial_result(http, mock):
+    bad = api_error(400, "INVALID_ARGUMENT", "Function call is missing a thought_signature.")
+    script = Script(mock, [reply(call("echo", {"text": "a"}, id="c1")), bad])
+    with pytest.raises(ModelError) as info:
+        await make_agent(http, echo_toolkit()).run("go")
+    exc = info.value
+    assert isinstance(exc, RunError)
+    assert len(script.bodies) == 2
+    assert exc.code == 400
+    assert exc.status == "INVALID_ARGUMENT"
+    assert exc.message == "Function call is missing a thought_signature."
+    assert "400 INVALID_ARGUMENT" in str(exc)
+    partial = exc.result
+    assert partial.status == "incomplete"
+    assert partial.turns == 1
+    assert [c.name for c in partial.tool_calls] == ["echo"]
+    assert [c["role"] for c in partial.contents] == ["user", "model", "user"]
+
+
+@pytest.mark.parametrize(
+    "code,status", [(401, "UNAUTHENTICATED"), (403, "PERMISSION_DENIED"), (404, "NOT_FOUND")]
+)
+async def test_other_4xx_are_not_retried(http, mock, code, status):
+    script = Script(mock, [api_error(code, status, "no")])
+    with pytest.raises(ModelError):
+        await make_agent(http).run("go")
+    assert len(script.bodies) == 1
+
+
+async def test_connection_errors_are_retried(http, mock):
+    sleeps = Sleeps()
+    script = Script(mock, [httpx.ConnectError("refused"), reply(text("ok"))])
+    result = await make_agent(http, sleeps=sleeps).run("go")
+    assert result.status == "completed"
+    assert len(script.bodies) == 2
+    assert [(r.code, r.status) for r in result.retries] == [(None, "NETWORK_ERROR")]
+
+
+async def test_timeouts_are_retried_then_raised(http, mock):
+    timeouts = [httpx.ReadTimeout("slow") for _ in range(3)]
+    script = Script(mock, timeouts)
+    policy = RetryPolicy(attempts=3, sleep=Sleeps(), jitter=0.0)
+    with pytest.raises(ModelError) as info:
+        await make_agent(http, retry=policy).run("go")
+    assert len(script.bodies) == 3
+    assert (info.value.code, info.value.status, info.value.attempts) == (None, "TIMEOUT", 3)
+    assert len(info.value.result.retries) == 2
+
+
+async def test_total_wait_is_bounded(http, mock):
+    sleeps = Sleeps()
+    long_wait = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}
+    script = Script(mock, [api_error(429, "RESOURCE_EXHAUSTED", "wait", [long_wait])])
+    policy = RetryPolicy(max_wait=30.0, sleep=sleeps)
+    with pytest.raises(ModelError):
+        await make_agent(http, retry=policy).run("go")
+    assert sleeps.waits == []
+    assert len(script.bodies) == 1
+
+
+async def test_cancellation_propagates_and_is_not_retried(http, mock):
+    entered = asyncio.Event()
+    calls = []
+
+    async def hang(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        entered.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    mock.post(url__regex=r".*:generateContent$").mock(side_effect=hang)
+    task = asyncio.ensure_future(make_agent(http).run("go"))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0)
+    assert len(calls) == 1
+
+
+async def test_cancellation_during_a_retry_wait_is_not_swallowed(http, mock):
+    waiting = asyncio.Event()
+
+    async def slow_sleep(seconds: float) -> None:
+        waiting.set()
+        await asyncio.sleep(3600)
+
+    Script(mock, [api_error(503, "UNAVAILABLE", "busy")])
+    agent = make_agent(http, retry=RetryPolicy(sleep=slow_sleep))
+    task = asyncio.ensure_future(agent.run("go"))
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_deadline_raises_with_the_partial_result(http, mock):
+    release = asyncio.Event()
+
+    async def blocked(args, ctx):
+        await release.wait()
+        return "never"
+
+    tk = toolkit([Tool("block", blocked, "Blocks.", {"type": "object"})])
+    Script(mock, [reply(call("block", {}))])
+    with pytest.raises(DeadlineExceededError) as info:
+        await make_agent(http, tk, deadline=0.2).run("go")
+    assert info.value.result.turns == 1
+    assert info.value.result.reason == "deadline"
+
+
+async def test_the_api_key_is_not_in_errors_or_logs(http, mock, caplog):
+    caplog.set_level(logging.DEBUG)
+    script = Script(mock, [api_error(403, "PERMISSION_DENIED", "API key not valid.")])
+    with pytest.raises(ModelError) as info:
+        await make_agent(http).run("go")
+    assert script.headers[0]["x-goog-api-key"] == KEY  # it was sent, as a header
+    rendered = "".join(traceback.format_exception(info.value))
+    assert KEY not in rendered
+    assert KEY not in str(info.value.result.to_dict())
+    for record in caplog.records:
+        assert KEY not in record.getMessage()
