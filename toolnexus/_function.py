@@ -159,15 +159,27 @@ class _Spec:
             with self._unusable():
                 instance = self.model().model_validate(args)
         except pydantic.ValidationError as exc:
-            raise ArgumentError(_describe(exc, [p.name for p in self.params])) from None
+            raise ArgumentError(_describe(exc, args, [p.name for p in self.params])) from None
         values = instance.__dict__
         return {param.name: values[f"p{i}"] for i, param in enumerate(self.params)}
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
+def _real_path(loc: tuple[int | str, ...], args: Any, last_is_key: bool) -> str:
+    """Render ``loc`` as ``a.b[0].c``, leaving out pydantic's union-branch labels.
+
+    A label (``int``, ``list[int]``, a model name) is told from a real key by following
+    the arguments: a real key or index exists in the value at that point.
+    """
     path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    value = args
+    for position, part in enumerate(loc):
+        is_last = position == len(loc) - 1
+        if isinstance(part, int) and isinstance(value, list | tuple) and part < len(value):
+            path += f"[{part}]"
+            value = value[part]
+        elif isinstance(value, Mapping) and (part in value or (is_last and last_is_key)):
+            path += f".{part}" if path else str(part)
+            value = value.get(part)
     return path
 
 
@@ -176,18 +188,34 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(exc: pydantic.ValidationError, known: list[str]) -> str:
-    problems = []
+def _where(path: str) -> str:
+    return f"`{path}`" if path else "the arguments"
+
+
+def _describe(exc: pydantic.ValidationError, args: Any, known: list[str]) -> str:
+    """One line listing every problem; a value failing each branch of a union is one problem."""
+    problems: list[str] = []
+    slot_of: dict[str, int] = {}
+    messages: dict[str, list[str]] = {}
+    inputs: dict[str, Any] = {}
     for error in exc.errors(include_url=False):
-        path = _location(error["loc"])
-        where = f"`{path}`" if path else "the arguments"
-        if error["type"] == "missing":
-            problems.append(f"missing required argument {where}")
-        elif error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+        kind = error["type"]
+        path = _real_path(error["loc"], args, last_is_key=kind == "missing")
+        if kind == "missing":
+            problems.append(f"missing required argument {_where(path)}")
+        elif kind == "extra_forbidden" and len(error["loc"]) == 1:
             allowed = ", ".join(known) or "none"
-            problems.append(f"unknown argument {where} (allowed: {allowed})")
+            problems.append(f"unknown argument {_where(path)} (allowed: {allowed})")
         else:
-            problems.append(f"{where}: {error['msg']} (got {_short(error['input'])})")
+            if path not in slot_of:
+                slot_of[path] = len(problems)
+                problems.append("")
+                messages[path] = []
+                inputs[path] = error["input"]
+            messages[path].append(error["msg"])
+    for path, slot in slot_of.items():
+        said = ", or ".join(dict.fromkeys(messages[path]))
+        problems[slot] = f"{_where(path)}: {said} (got {_short(inputs[path])})"
     return "Invalid arguments: " + "; ".join(problems)
 
 

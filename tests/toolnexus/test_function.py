@@ -502,6 +502,30 @@ def test_validation_lists_every_problem_with_paths() -> None:
     assert "https://" not in result.output
 
 
+def test_union_failures_name_the_real_path_once() -> None:
+    def fn(
+        x: int | str,
+        z: list[int] | Address | None = None,
+        counts: dict[str, int] | None = None,
+        stops: list[Address] | None = None,
+    ) -> None: ...
+
+    result = run(
+        define_tool(fn),
+        {"x": [1], "z": "bad", "counts": {"a": "b"}, "stops": [{}, {"street": 5}]},
+    )
+    assert result.output == (
+        "Invalid arguments: "
+        "`x`: Input should be a valid integer, or Input should be a valid string (got [1]); "
+        "`z`: Input should be a valid list, or "
+        "Input should be a valid dictionary or instance of Address (got 'bad'); "
+        "`counts.a`: Input should be a valid integer, unable to parse string as an integer "
+        "(got 'b'); "
+        "missing required argument `stops[0].street`; "
+        "`stops[1].street`: Input should be a valid string (got 5)"
+    )
+
+
 def test_missing_arguments_are_named() -> None:
     result = run(define_tool(place), {})
     assert result.output == (
