@@ -40,6 +40,7 @@ from agent.testing._replies import (
     text,
     thought,
 )
+from agent.testing._scenario import Scenario, ScenarioError, load_scenario, read_scenario
 
 __all__ = [
     "AUTO",
@@ -53,13 +54,17 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ReplyLike",
+    "Scenario",
+    "ScenarioError",
     "TextPart",
     "blocked",
     "delay",
     "error",
     "expect",
     "function_call",
+    "load_scenario",
     "malformed_function_call",
+    "read_scenario",
     "reply",
     "text",
     "thought",

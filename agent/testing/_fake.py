@@ -109,6 +109,7 @@ def _error_outcome(status_code: int, status: str, message: str) -> _Outcome:
     return _Outcome(status_code, _JSON_HEADERS, [json.dumps(body).encode()])
 
 
+_Entry = Reply | ErrorReply | Delayed | Checked
 _JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
 _SSE_HEADERS = {"content-type": "text/event-stream"}
 
@@ -119,7 +120,9 @@ class FakeGemini:
     ``script`` is either a sequence of replies, served one per request, or a function that
     receives each request body (camelCase keys) and returns the reply. A reply is a string
     (a text answer), a builder value (``reply``, ``function_call``, ``error``, ``delay``,
-    ``blocked``...) or a raw ``GenerateContentResponse`` dict.
+    ``blocked``...) or a raw ``GenerateContentResponse`` dict. An entry of the sequence may
+    itself be a function, to compute one step from the request; an ``AssertionError`` it
+    raises fails that request (HTTP 500) and ``assert_consumed()``.
 
     With ``strict=True`` (the default) every request is first checked the way Gemini checks
     it: a broken rule gets ``400 INVALID_ARGUMENT`` with a precise message and does not use
@@ -140,7 +143,7 @@ class FakeGemini:
 
     def __init__(
         self,
-        script: Sequence[ReplyLike] | ModelFunction,
+        script: Sequence[ReplyLike | ModelFunction] | ModelFunction,
         *,
         strict: bool = True,
         api_key: str | None = None,
@@ -157,12 +160,12 @@ class FakeGemini:
         """
         if callable(script):
             self._function: ModelFunction | None = script
-            self._script: list[Reply | ErrorReply | Delayed | Checked] = []
+            self._script: list[_Entry | ModelFunction] = []
         else:
             if isinstance(script, str | bytes | Mapping):
                 raise TypeError("script must be a sequence of replies or a function, not one reply")
             self._function = None
-            self._script = [coerce(item) for item in script]
+            self._script = [item if callable(item) else coerce(item) for item in script]
         self.strict = strict
         self.api_key = api_key
         self.chunk_delay = chunk_delay
@@ -350,14 +353,9 @@ class FakeGemini:
         return None
 
     def _next_reply(self, record: RecordedRequest) -> Reply | ErrorReply | Delayed | _Outcome:
+        entry: _Entry | ModelFunction
         if self._function is not None:
-            try:
-                value = coerce(self._function(copy.deepcopy(record.body)))
-            except Exception as exc:
-                return self._fail(
-                    f"the model function raised {type(exc).__name__}: {exc} "
-                    f"(request #{record.index})"
-                )
+            entry = self._function
         else:
             position = self._state.position
             if position >= len(self._script):
@@ -366,16 +364,26 @@ class FakeGemini:
                     f"{len(self._script)} replies"
                 )
             self._state.position += 1
-            value = self._script[position]
-        if isinstance(value, Checked):
+            entry = self._script[position]
+        if callable(entry):
             try:
-                problem = value.check(copy.deepcopy(record.body))
+                entry = coerce(entry(copy.deepcopy(record.body)))
+            except AssertionError as exc:
+                return self._fail(f"request #{record.index} failed its expectation: {exc}")
+            except Exception as exc:
+                return self._fail(
+                    f"the model function raised {type(exc).__name__}: {exc} "
+                    f"(request #{record.index})"
+                )
+        if isinstance(entry, Checked):
+            try:
+                problem = entry.check(copy.deepcopy(record.body))
             except Exception as exc:
                 problem = f"the check raised {type(exc).__name__}: {exc}"
             if problem is not None:
                 return self._fail(f"request #{record.index} failed its expectation: {problem}")
-            value = value.reply
-        return value
+            return entry.reply
+        return entry
 
     def _fail(self, message: str) -> _Outcome:
         self.failures.append(message)

@@ -1,0 +1,78 @@
+"""The ``toolnexus-agent`` command line.
+
+Each subcommand is a function registered in ``_COMMANDS`` with its own argument parser;
+``main`` parses and dispatches. For now the only subcommand is ``demo``, the offline
+end-to-end run against the fake Gemini.
+
+Example::
+
+    $ toolnexus-agent demo          # or: python -m agent demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+"""The command succeeded."""
+EXIT_FAILED = 1
+"""The command ran and failed."""
+EXIT_USAGE = 2
+"""The command line was wrong (argparse's own code)."""
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from agent._demo import run_demo
+
+    return run_demo(transport=args.transport, keep=args.keep)
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "demo",
+        help="run the offline demo (no API key, no network)",
+        description=(
+            "Run the agent loop with the real built-in tools and the hello-world skill in a "
+            "scratch workspace, against a scripted Gemini. Needs no API key and no network."
+        ),
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("inprocess", "http"),
+        default="inprocess",
+        help="reach the fake Gemini in process (default) or over HTTP on 127.0.0.1",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the scratch workspace")
+    parser.set_defaults(command=_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="toolnexus-agent", description="Gemini agents with toolnexus tools."
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    _add_demo(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit code.
+
+    Example::
+
+        raise SystemExit(main(["demo"]))
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command: Command | None = getattr(args, "command", None)
+    if command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return command(args)

@@ -1,0 +1,101 @@
+"""The offline demo runs end to end: real loop, real tools, scripted Gemini, no key, no network."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent._demo import demo_data, run_demo
+from agent.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("transport", ["inprocess", "http"])
+def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
+    out = io.StringIO()
+    assert run_demo(out, transport=transport) == 0  # type: ignore[arg-type]
+    transcript = out.getvalue()
+    assert "No API key and no network are used." in transcript
+    assert 'tool call> skill {"name": "hello-world"}' in transcript
+    assert 'tool result (skill)> <skill_content name="hello-world">' in transcript
+    assert "tool call> read " in transcript and "/scripts/greet.sh" in transcript
+    assert "tool call> bash " in transcript
+    assert "tool result (bash)> Hello, Ada! Greetings from the hello-world skill." in transcript
+    assert 'tool call> write {"path": "greeting.txt"' in transcript
+    assert "tool result (write)> Wrote 50 bytes to greeting.txt" in transcript
+    assert "answer> The hello-world skill's script says: \"Hello, Ada!" in transcript
+    assert transcript.rstrip().endswith(
+        "greeting.txt holds 'Hello, Ada! Greetings from the hello-world skill.'"
+    )
+    assert "--- turn 4 ---" in transcript and "--- turn 5 ---" not in transcript
+
+
+def test_demo_cleans_up_its_workspace_unless_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert run_demo(io.StringIO()) == 0
+    assert list(tmp_path.iterdir()) == []
+    out = io.StringIO()
+    assert run_demo(out, keep=True) == 0
+    (kept,) = tmp_path.iterdir()
+    assert (
+        kept / "greeting.txt"
+    ).read_text() == "Hello, Ada! Greetings from the hello-world skill.\n"
+    assert f"(workspace kept: {kept})" in out.getvalue()
+
+
+def test_cli_demo_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    assert "done: completed in 4 model turns and 4 tool calls" in capsys.readouterr().out
+
+
+def test_cli_without_a_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "demo" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["no-such-command"])
+    assert exc.value.code == 2
+
+
+def test_python_dash_m_agent_demo_exits_0_without_keys(tmp_path: Path) -> None:
+    env = {
+        k: v for k, v in os.environ.items() if "API_KEY" not in k and not k.startswith("GOOGLE_")
+    }
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent", "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "done: completed" in done.stdout
+    assert list(tmp_path.iterdir()) == [], "the demo writes only in its scratch workspace"
+
+
+def test_shipped_demo_data_matches_the_examples() -> None:
+    with demo_data() as data:
+        shipped = {p.relative_to(data): p.read_bytes() for p in data.rglob("*") if p.is_file()}
+    examples = {
+        Path("demo.yaml"): (REPO / "examples/scenarios/demo.yaml").read_bytes(),
+        **{
+            Path("skills/hello-world")
+            / p.relative_to(REPO / "examples/skills/hello-world"): p.read_bytes()
+            for p in (REPO / "examples/skills/hello-world").rglob("*")
+            if p.is_file()
+        },
+    }
+    assert shipped == examples
