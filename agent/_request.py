@@ -45,6 +45,7 @@ _SCHEMA_VALUES = (
     "unevaluatedItems",
     "additionalItems",
 )
+_SUBSCHEMA_KEYS = frozenset(_SCHEMA_MAPS + _SCHEMA_LISTS + _SCHEMA_VALUES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +123,7 @@ def _schema_problems(node: Any, root: Mapping[str, Any], where: str) -> Iterator
     if not isinstance(node, Mapping):
         yield where, f"a schema must be an object or a boolean, got {type(node).__name__}"
         return
-    bad = _first_non_json(node)
-    if bad is not None:
-        yield where, bad
-        return
+    yield from _value_problems(node, where)
     yield from _type_problems(node, where)
     yield from _ref_problems(node, root, where)
     yield from _required_problems(node, where)
@@ -146,6 +144,17 @@ def _schema_problems(node: Any, root: Mapping[str, Any], where: str) -> Iterator
     for key in _SCHEMA_VALUES:
         if key in node:
             yield from _schema_problems(node[key], root, f"{where}.{key}")
+
+
+def _value_problems(node: Mapping[Any, Any], where: str) -> Iterator[tuple[str, str]]:
+    """Report keyword values (other than subschemas) that are not plain JSON."""
+    for key, value in node.items():
+        if not isinstance(key, str):
+            yield where, f"schema keys must be strings, got {key!r}"
+        elif key not in _SUBSCHEMA_KEYS:
+            bad = _first_non_json(value)
+            if bad is not None:
+                yield f"{where}.{key}", bad
 
 
 def _type_problems(node: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
