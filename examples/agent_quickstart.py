@@ -1,0 +1,81 @@
+"""Quick start: a toolkit with a Python-function tool and skills, driven by a Gemini agent.
+
+Run it from the repository root::
+
+    python examples/agent_quickstart.py
+
+With GEMINI_API_KEY (or GOOGLE_API_KEY) set, it talks to the real Gemini API. Without a key
+it runs offline against the fake Gemini of ``agent.testing``, which plays a scripted model:
+it loads the hello-world skill, calls the Python tool, then answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Literal
+
+import toolnexus as tn
+from agent import Agent
+from agent.events import Done, TextDelta, ToolCall, ToolResultEvent
+
+HERE = Path(__file__).resolve().parent
+
+
+@tn.define_tool
+def forecast(city: str, unit: Literal["C", "F"] = "C") -> str:
+    """Return today's weather forecast for a city.
+
+    Args:
+        city: The city name, e.g. "Paris".
+        unit: Temperature unit.
+    """
+    return f"Sunny in {city}, 21 {unit}"
+
+
+def build_toolkit() -> tn.Toolkit:
+    # The skills of examples/skills, your own function tool, and no built-in tools
+    # (add builtins=True to give the model files and a shell in the current directory).
+    return tn.build(skills=HERE / "skills", builtins=False, tools=[forecast])
+
+
+def offline_agent(tk: tn.Toolkit) -> Agent:
+    from agent.testing import FakeGemini, function_call, reply
+
+    fake = FakeGemini(
+        [
+            reply(function_call("skill", {"name": "hello-world"})),
+            reply(function_call("forecast", {"city": "Paris"})),
+            reply("Hello, world! The hello-world skill is loaded, and Paris is sunny at 21 C."),
+        ]
+    )
+    return Agent(toolkit=tk, api_key="offline-demo", http_client=fake.http_client())
+
+
+async def main() -> None:
+    tk = build_toolkit()
+    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+        agent = Agent(model="gemini-2.5-flash", toolkit=tk, system_prompt="Be brief.")
+        print("Using the real Gemini API.")
+    else:
+        agent = offline_agent(tk)
+        print("No API key found: running against the offline fake Gemini.")
+
+    prompt = "Use the hello-world skill, then tell me the weather in Paris."
+    async for event in agent.stream(prompt):
+        if isinstance(event, ToolCall):
+            print(f"-> {event.name}({event.args})")
+        elif isinstance(event, ToolResultEvent):
+            first_line = event.result.output.splitlines()[0] if event.result.output else ""
+            print(f"<- {event.call.name}: {first_line}")
+        elif isinstance(event, TextDelta):
+            print(event.text, end="")
+        elif isinstance(event, Done):
+            result = event.result
+            print(f"\n[{result.status}] {result.turns} turns, {result.usage.total} tokens")
+    await agent.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
