@@ -148,6 +148,7 @@ class FakeGemini:
         strict: bool = True,
         api_key: str | None = None,
         chunk_delay: float = 0.0,
+        sign_text: bool = False,
     ) -> None:
         """Create a fake.
 
@@ -157,6 +158,9 @@ class FakeGemini:
             api_key: when set, requests must carry exactly this key (else 400
                 ``API_KEY_INVALID``); any non-empty key is accepted otherwise.
             chunk_delay: seconds between SSE chunks of streamed replies.
+            sign_text: also sign replies without function calls, on their last text part
+                (streamed: on a final empty-text part), as Gemini 3 does. Echoing these
+                signatures is recommended, not enforced.
         """
         if callable(script):
             self._function: ModelFunction | None = script
@@ -169,6 +173,7 @@ class FakeGemini:
         self.strict = strict
         self.api_key = api_key
         self.chunk_delay = chunk_delay
+        self.sign_text = sign_text
         self.requests: list[RecordedRequest] = []
         """Every request received, in order."""
         self.failures: list[str] = []
@@ -408,6 +413,7 @@ class FakeGemini:
             response_id=f"fake-{record.index}",
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
             new_signature=lambda: os.urandom(24),
+            sign_text=self.sign_text,
         )
         candidates = body.get("candidates") or [{}]
         parts = (candidates[0].get("content") or {}).get("parts") or []

@@ -45,8 +45,13 @@ def render_reply(
     response_id: str,
     new_call_id: Callable[[], str],
     new_signature: Callable[[], bytes],
+    sign_text: bool = False,
 ) -> dict[str, Any]:
-    """Build the ``GenerateContentResponse`` body for one reply."""
+    """Build the ``GenerateContentResponse`` body for one reply.
+
+    ``sign_text`` puts a thought signature on the last part of a reply without function
+    calls when it is text and has none, as Gemini 3 does.
+    """
     if value.raw is not None:
         return copy.deepcopy(dict(value.raw))
     parts: list[dict[str, Any]] = []
@@ -72,6 +77,8 @@ def render_reply(
         else:
             wire = copy.deepcopy(dict(part))
         parts.append(wire)
+    if sign_text and not signed and parts and "text" in parts[-1]:
+        parts[-1].setdefault("thoughtSignature", encode_signature(new_signature()))
     body: dict[str, Any] = {}
     if parts or value.prompt_feedback is None:
         candidate: dict[str, Any] = {}
@@ -119,10 +126,13 @@ def split_stream(body: Mapping[str, Any], text_pieces: int = 3) -> list[dict[str
     for part in parts:
         if "functionCall" in part and groups and "functionCall" in groups[-1][-1]:
             groups[-1].append(part)
-        elif set(part) <= {"text", "thought"} and part.get("text"):
+        elif set(part) <= {"text", "thought", "thoughtSignature"} and part.get("text"):
+            plain = {k: v for k, v in part.items() if k != "thoughtSignature"}
             groups.extend(
-                [{**part, "text": piece}] for piece in _split_text(part["text"], text_pieces)
+                [{**plain, "text": piece}] for piece in _split_text(part["text"], text_pieces)
             )
+            if "thoughtSignature" in part:  # streamed, the signature comes on an empty part
+                groups.append([{"text": "", "thoughtSignature": part["thoughtSignature"]}])
         else:
             groups.append([part])
     usage = body.get("usageMetadata")
