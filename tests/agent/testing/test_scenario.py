@@ -9,6 +9,7 @@ import pytest
 from google.genai import errors, types
 
 from agent.testing import FakeGeminiError, ScenarioError, load_scenario, read_scenario
+from tests.agent.testing.sdk import candidate, content, parts, usage
 
 REPO = Path(__file__).resolve().parents[3]
 MODEL = "gemini-3-flash-preview"
@@ -57,12 +58,12 @@ async def test_the_example_scenario_drives_the_sdk() -> None:
     assert limited.value.details["error"]["details"][0]["retryDelay"] == "0.01s"
     first = await client.aio.models.generate_content(model=MODEL, contents=contents, config=config)
     assert [c.name for c in first.function_calls or []] == ["get_weather", "get_time"]
-    assert first.usage_metadata and first.usage_metadata.thoughts_token_count == 40
-    model_turn = first.candidates[0].content  # type: ignore[index]
+    assert first.usage_metadata and usage(first).thoughts_token_count == 40
+    model_turn = content(first)
     contents += [
         model_turn,
         _answer(model_turn, {"get_weather": "sunny, 21C", "get_time": "14:05"}),
-    ]  # type: ignore[arg-type]
+    ]
     final = await client.aio.models.generate_content(model=MODEL, contents=contents, config=config)
     assert final.text == "Paris: sunny, 21C. Local time: 14:05."
     fake.assert_consumed()
@@ -88,13 +89,14 @@ async def test_expect_tools_and_function_response_contents() -> None:
     with pytest.raises(errors.ServerError, match="functions not declared: b"):
         await client.aio.models.generate_content(model=MODEL, contents="go", config=_tools("a"))
     call = await client.aio.models.generate_content(model=MODEL, contents="go", config=_tools("a"))
-    part = call.candidates[0].content.parts[0]  # type: ignore[index, union-attr]
-    assert part.function_call.id is None and part.thought_signature is None  # type: ignore[union-attr]
+    part = parts(call)[0]
+    assert part.function_call is not None and part.function_call.id is None
+    assert part.thought_signature is None
     contents: list[Any] = [
         "go",
-        call.candidates[0].content,
-        _answer(call.candidates[0].content, {"a": "7"}),
-    ]  # type: ignore[index, arg-type]
+        content(call),
+        _answer(content(call), {"a": "7"}),
+    ]
     with pytest.raises(errors.ServerError, match="does not contain '42'"):
         await client.aio.models.generate_content(model=MODEL, contents=contents, config=_tools("a"))
 
@@ -122,7 +124,7 @@ async def test_error_blocked_delay_raw_and_plain_string_turns() -> None:
         and blocked.prompt_feedback.block_reason == types.BlockedReason.SAFETY
     )
     late = await client.aio.models.generate_content(model=MODEL, contents="x")
-    assert late.text == "ab" and late.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS  # type: ignore[index]
+    assert late.text == "ab" and candidate(late).finish_reason == types.FinishReason.MAX_TOKENS
     assert (await client.aio.models.generate_content(model=MODEL, contents="x")).text == "raw"
     assert (await client.aio.models.generate_content(model=MODEL, contents="x")).text == "plain"
     fake.assert_consumed()
@@ -139,9 +141,9 @@ async def test_capture_without_a_match_fails_the_turn() -> None:
     call = await client.aio.models.generate_content(model=MODEL, contents="go", config=_tools("a"))
     contents: list[Any] = [
         "go",
-        call.candidates[0].content,
-        _answer(call.candidates[0].content, {"a": "none"}),
-    ]  # type: ignore[index, arg-type]
+        content(call),
+        _answer(content(call), {"a": "none"}),
+    ]
     with pytest.raises(errors.ServerError, match="capture 'n' found no match"):
         await client.aio.models.generate_content(model=MODEL, contents=contents, config=_tools("a"))
 

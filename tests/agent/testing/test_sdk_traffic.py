@@ -23,6 +23,7 @@ from agent.testing import (
     text,
     thought,
 )
+from tests.agent.testing.sdk import candidate, content, parts, usage
 
 MODEL = "gemini-3-pro-preview"
 NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
@@ -47,8 +48,8 @@ def _config(**extra: Any) -> types.GenerateContentConfig:
         types.FunctionDeclaration(
             name="get-time",
             parameters=types.Schema(
-                type="OBJECT",
-                properties={"tz": types.Schema(type="STRING", any_of=None, max_length=10)},
+                type=types.Type.OBJECT,
+                properties={"tz": types.Schema(type=types.Type.STRING, any_of=None, max_length=10)},
                 property_ordering=["tz"],
             ),
         ),
@@ -56,7 +57,9 @@ def _config(**extra: Any) -> types.GenerateContentConfig:
     return types.GenerateContentConfig(
         tools=[types.Tool(function_declarations=declarations)],
         automatic_function_calling=NO_AFC,
-        thinking_config=types.ThinkingConfig(include_thoughts=True, thinking_level="HIGH"),
+        thinking_config=types.ThinkingConfig(
+            include_thoughts=True, thinking_level=types.ThinkingLevel.HIGH
+        ),
         **extra,
     )
 
@@ -108,12 +111,11 @@ async def test_async_unary_conversation_with_parallel_and_sequential_calls(
         response = await client.aio.models.generate_content(
             model=MODEL, contents=contents, config=config
         )
-        assert response.candidates and response.candidates[0].content
-        content = response.candidates[0].content
-        contents.append(content)
+        turn = content(response)
+        contents.append(turn)
         if not response.function_calls:
             break
-        contents.append(_results(content))
+        contents.append(_results(turn))
 
     assert response.text == "Sunny in Paris and Rome; it is noon in CET."
     fake.assert_consumed()
@@ -144,17 +146,16 @@ async def test_first_call_is_signed_and_ids_are_unique() -> None:
     first = await client.aio.models.generate_content(
         model=MODEL, contents=contents, config=_config()
     )
-    parts = first.candidates[0].content.parts  # type: ignore[index, union-attr]
-    assert parts is not None
-    assert parts[0].thought is True and parts[0].thought_signature is None
-    assert isinstance(parts[1].thought_signature, bytes) and len(parts[1].thought_signature) >= 16
-    assert parts[2].thought_signature is None
-    contents += [first.candidates[0].content, _results(first.candidates[0].content)]  # type: ignore[index, list-item, arg-type]
+    got = parts(first)
+    assert got[0].thought is True and got[0].thought_signature is None
+    assert isinstance(got[1].thought_signature, bytes) and len(got[1].thought_signature) >= 16
+    assert got[2].thought_signature is None
+    contents += [content(first), _results(content(first))]
     second = await client.aio.models.generate_content(
         model=MODEL, contents=contents, config=_config()
     )
     assert second.function_calls and second.function_calls[0].id == "call_3"
-    assert second.candidates[0].content.parts[0].thought_signature != parts[1].thought_signature  # type: ignore[index, union-attr]
+    assert parts(second)[0].thought_signature != got[1].thought_signature
 
 
 @pytest.mark.parametrize("api_version", ["v1", "v1beta"])
@@ -177,12 +178,12 @@ async def test_async_stream_conversation(api_version: str) -> None:
                 model=MODEL, contents=contents, config=_config()
             )
         ]
-        parts = [p for c in chunks for p in c.candidates[0].content.parts]  # type: ignore[index, union-attr]
-        content = types.Content(role="model", parts=parts)
-        contents.append(content)
-        if not any(p.function_call for p in parts):
+        streamed = [p for c in chunks for p in parts(c)]
+        turn = types.Content(role="model", parts=streamed)
+        contents.append(turn)
+        if not any(p.function_call for p in streamed):
             break
-        contents.append(_results(content))
+        contents.append(_results(turn))
 
     fake.assert_consumed()
     assert all(r.kind == "stream" and r.status == 200 for r in fake.requests)
@@ -190,9 +191,9 @@ async def test_async_stream_conversation(api_version: str) -> None:
     # the final text came in several chunks, finishReason only on the last, usage on all
     assert len(chunks) >= 2
     assert "".join(c.text or "" for c in chunks) == "Sunny in Paris and Rome; it is noon in CET."
-    assert [c.candidates[0].finish_reason for c in chunks][-1] == types.FinishReason.STOP  # type: ignore[index]
-    assert all(c.candidates[0].finish_reason is None for c in chunks[:-1])  # type: ignore[index]
-    totals = [c.usage_metadata.candidates_token_count for c in chunks]  # type: ignore[union-attr]
+    assert [candidate(c).finish_reason for c in chunks][-1] == types.FinishReason.STOP
+    assert all(candidate(c).finish_reason is None for c in chunks[:-1])
+    totals = [usage(c).candidates_token_count or 0 for c in chunks]
     assert totals == sorted(totals) and totals[-1] > 0
 
 
@@ -205,7 +206,7 @@ def test_sync_client_unary_and_stream() -> None:
     )
     contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text="Oslo?")])]
     first = client.models.generate_content(model=MODEL, contents=contents, config=_config())
-    contents += [first.candidates[0].content, _results(first.candidates[0].content)]  # type: ignore[index, list-item, arg-type]
+    contents += [content(first), _results(content(first))]
     pieces = [
         c.text
         for c in client.models.generate_content_stream(
@@ -233,7 +234,7 @@ async def test_model_as_a_function_sees_each_request() -> None:
         model=MODEL, contents=contents, config=_config()
     )
     assert first.function_calls and first.function_calls[0].args == {"city": "Lima"}
-    contents += [first.candidates[0].content, _results(first.candidates[0].content)]  # type: ignore[index, list-item, arg-type]
+    contents += [content(first), _results(content(first))]
     second = await client.aio.models.generate_content(
         model=MODEL, contents=contents, config=_config()
     )
@@ -297,28 +298,29 @@ async def test_errors_in_a_stream_before_and_after_the_200() -> None:
 
 
 async def test_finish_reasons_blocks_and_usage() -> None:
-    usage = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
+    counts = {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
     fake = FakeGemini(
         [
             malformed_function_call("Malformed function call: print(x"),
             blocked("PROHIBITED_CONTENT"),
             blocked("SAFETY", prompt=False),
-            reply("Truncated answ", finish_reason="MAX_TOKENS", usage=usage),
+            reply("Truncated answ", finish_reason="MAX_TOKENS", usage=counts),
         ]
     )
     client = fake.client()
     malformed = await client.aio.models.generate_content(model=MODEL, contents="hi")
-    assert malformed.candidates[0].finish_reason == types.FinishReason.MALFORMED_FUNCTION_CALL  # type: ignore[index]
-    assert not malformed.candidates[0].content or not malformed.candidates[0].content.parts  # type: ignore[index]
+    assert candidate(malformed).finish_reason == types.FinishReason.MALFORMED_FUNCTION_CALL
+    assert not parts(malformed)
     prompt_blocked = await client.aio.models.generate_content(model=MODEL, contents="hi")
-    assert prompt_blocked.prompt_feedback.block_reason == types.BlockedReason.PROHIBITED_CONTENT  # type: ignore[union-attr]
+    feedback = prompt_blocked.prompt_feedback
+    assert feedback is not None and feedback.block_reason == types.BlockedReason.PROHIBITED_CONTENT
     assert not prompt_blocked.candidates and prompt_blocked.text is None
     output_blocked = await client.aio.models.generate_content(model=MODEL, contents="hi")
-    assert output_blocked.candidates[0].finish_reason == types.FinishReason.SAFETY  # type: ignore[index]
-    assert output_blocked.candidates[0].content is None  # type: ignore[index]
+    assert candidate(output_blocked).finish_reason == types.FinishReason.SAFETY
+    assert candidate(output_blocked).content is None
     truncated = await client.aio.models.generate_content(model=MODEL, contents="hi")
-    assert truncated.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS  # type: ignore[index]
-    assert truncated.usage_metadata.total_token_count == 10  # type: ignore[union-attr]
+    assert candidate(truncated).finish_reason == types.FinishReason.MAX_TOKENS
+    assert usage(truncated).total_token_count == 10
     assert truncated.model_version == MODEL and truncated.response_id == "fake-3"
     fake.assert_consumed()
 
@@ -338,14 +340,11 @@ async def test_raw_dict_replies_and_final_signature_part_in_stream() -> None:
     fake = FakeGemini([raw, reply(text("Hi"), text("", signature=b"sig"))])
     client = fake.client()
     response = await client.aio.models.generate_content(model=MODEL, contents="hi")
-    assert (
-        response.text == "Done."
-        and response.candidates[0].content.parts[1].thought_signature == b"signature"
-    )  # type: ignore[index, union-attr]
+    assert response.text == "Done." and parts(response)[1].thought_signature == b"signature"
     chunks = [
         c async for c in await client.aio.models.generate_content_stream(model=MODEL, contents="x")
     ]
-    assert chunks[-1].candidates[0].content.parts[0].thought_signature == b"sig"  # type: ignore[index, union-attr]
+    assert parts(chunks[-1])[0].thought_signature == b"sig"
 
 
 async def test_delay_trips_the_client_read_timeout() -> None:
@@ -422,7 +421,7 @@ def test_real_server_on_loopback_serves_the_sdk() -> None:
             types.Content(role="user", parts=[types.Part(text="Nice?")])
         ]
         first = client.models.generate_content(model=MODEL, contents=contents, config=_config())
-        contents += [first.candidates[0].content, _results(first.candidates[0].content)]  # type: ignore[index, list-item, arg-type]
+        contents += [content(first), _results(content(first))]
         chunks = list(
             client.models.generate_content_stream(model=MODEL, contents=contents, config=_config())
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +16,7 @@ import agent.testing
 from agent.testing import FakeGemini, function_call, reply
 from agent.testing._render import split_stream
 from agent.testing._strict import decode_signature, normalize
+from tests.agent.testing.sdk import parts
 
 
 def test_public_names_are_pinned() -> None:
@@ -88,9 +91,11 @@ def test_normalize_renames_protocol_keys_only() -> None:
 
 
 @pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode])
-def test_decode_signature_accepts_both_alphabets_with_or_without_padding(encode: object) -> None:
+def test_decode_signature_accepts_both_alphabets_with_or_without_padding(
+    encode: Callable[[bytes], bytes],
+) -> None:
     raw = bytes(range(250, 256)) + b"\xfb\xff"
-    text = encode(raw).decode()  # type: ignore[operator]
+    text = encode(raw).decode()
     assert decode_signature(text) == raw
     assert decode_signature(text.rstrip("=")) == raw
     assert decode_signature("***") is None and decode_signature(3) is None
@@ -132,18 +137,18 @@ async def test_sign_text_signs_the_last_text_part() -> None:
     )
     client = fake.client()
     unary = await client.aio.models.generate_content(model="m", contents="x")
-    assert unary.candidates[0].content.parts[-1].thought_signature  # type: ignore[index, union-attr]
+    assert parts(unary)[-1].thought_signature
     chunks = [
         c async for c in await client.aio.models.generate_content_stream(model="m", contents="x")
     ]
-    last = chunks[-1].candidates[0].content.parts  # type: ignore[index, union-attr]
+    last = parts(chunks[-1])
     assert last is not None and last[0].text == "" and last[0].thought_signature
     assert "".join(c.text or "" for c in chunks) == "Streamed answer in several words."
 
 
 async def test_server_answers_concurrent_clients_in_order_of_arrival() -> None:
-    def model(body: dict[str, object]) -> str:
-        return "echo " + str(body["contents"][0]["parts"][0]["text"])  # type: ignore[index]
+    def model(body: dict[str, Any]) -> str:
+        return "echo " + str(body["contents"][0]["parts"][0]["text"])
 
     fake = FakeGemini(model)
     with fake.serve() as server:
