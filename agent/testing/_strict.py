@@ -120,6 +120,7 @@ _SCHEMA_KEYS: Final = frozenset(
 _SCHEMA_TYPES: Final = frozenset(
     {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 )
+_CALLING_MODES: Final = frozenset({"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"})
 _FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 _DUMMY_SIGNATURES: Final = (
     "skip_thought_signature_validator",
@@ -231,6 +232,7 @@ def _check(body: Any, book: SignatureBook | None) -> None:
     if body.get("systemInstruction") is not None:
         _check_content(body["systemInstruction"], "system_instruction", system=True)
     _check_tools(body.get("tools"))
+    _check_tool_config(body.get("toolConfig"))
     _check_generation_config(body.get("generationConfig"))
     _check_pairing(contents)
     if book is not None:
@@ -282,6 +284,11 @@ def _check_part(part: Any, where: str, role: Any) -> None:
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise _Invalid(
                 f"* GenerateContentRequest.{where}.function_call.name: name is required."
+            )
+        if "args" in call and not isinstance(call["args"], dict):
+            raise _Invalid(
+                f"Invalid value at '{where}.function_call.args' (type.googleapis.com/"
+                "google.protobuf.Struct): args must be a JSON object."
             )
         if role == "user":
             raise _Invalid(
@@ -398,6 +405,17 @@ def _check_schema(schema: Any, where: str) -> None:
         _check_schema(sub, f"{where}.any_of[{a_index}]")
     for def_name, sub in (schema.get("defs") or {}).items():
         _check_schema(sub, f"{where}.defs[{def_name}].value")
+
+
+def _check_tool_config(config: Any) -> None:
+    calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
+    mode = calling.get("mode") if isinstance(calling, dict) else None
+    if mode is not None and mode not in _CALLING_MODES:
+        raise _Invalid(
+            "Invalid value at 'tool_config.function_calling_config.mode' (type.googleapis.com/"
+            f"google.ai.generativelanguage.FunctionCallingConfig.Mode), {mode!r}: expected one "
+            "of AUTO, ANY, NONE, VALIDATED."
+        )
 
 
 def _check_generation_config(config: Any) -> None:

@@ -426,6 +426,12 @@ def test_shape_errors() -> None:
     )
     config = {"thinkingConfig": {"thinkingBudget": 0, "thinking_level": "LOW"}}
     expect_400(s.post({"contents": [USER], "generationConfig": config}), "cannot both be set")
+    tool_config = {"functionCallingConfig": {"mode": "REQUIRED"}}
+    expect_400(
+        s.post({"contents": [USER], "toolConfig": tool_config}), "'REQUIRED': expected one of AUTO"
+    )
+    string_args = {"role": "model", "parts": [{"functionCall": {"name": "f", "args": "{}"}}]}
+    expect_400(s.post({"contents": [USER, string_args]}), "args must be a JSON object")
     call_in_user = {"role": "user", "parts": [{"functionCall": {"name": "f"}}]}
     expect_400(s.post({"contents": [call_in_user]}), "must be in a 'model' content")
     bad_json = s.http.post(URL, content=b"{nope", headers=KEY)
@@ -433,7 +439,7 @@ def test_shape_errors() -> None:
     assert s.fake.remaining == 1, "refused requests must not use up scripted replies"
     expect_ok(s.post({"contents": [USER]}))
     s.fake.assert_consumed()
-    assert [r.status for r in s.fake.requests] == [400] * 6 + [200]
+    assert [r.status for r in s.fake.requests] == [400] * 8 + [200]
 
 
 def test_snake_case_request_is_accepted_and_recorded_in_camel_case() -> None:
