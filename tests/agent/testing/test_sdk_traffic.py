@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -446,3 +449,26 @@ async def test_real_server_with_async_client_and_404() -> None:
         await client.aio.aclose()
         client.close()
     fake.assert_consumed()
+
+
+def test_a_subprocess_reaches_the_server_through_the_base_url_variable() -> None:
+    fake = FakeGemini(["hello from the fake"])
+    program = (
+        "from google import genai\n"
+        "client = genai.Client()\n"
+        "print(client.models.generate_content(model='gemini-2.5-flash', contents='hi').text)\n"
+    )
+    with fake.serve() as server:
+        env = {**os.environ, "GOOGLE_GEMINI_BASE_URL": server.base_url, "GEMINI_API_KEY": "k"}
+        done = subprocess.run(
+            [sys.executable, "-c", program],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hello from the fake"
+    fake.assert_consumed()
+    assert fake.requests[0].path == "/v1/models/gemini-2.5-flash:generateContent"
