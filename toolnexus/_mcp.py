@@ -358,6 +358,7 @@ class McpServers:
         self._loop = loop
         self._thread = thread
         self._closed = False
+        self._closing: asyncio.Task[None] | None = None
         self.tools = self._make_tools()
 
     @property
@@ -424,21 +425,18 @@ class McpServers:
         if self._closed or self._loop is None:
             self._closed = True
             return
-        loop = self._loop
-        if self._thread is None:
-            with contextlib.suppress(RuntimeError):
-                if asyncio.get_running_loop() is loop:
-                    raise RuntimeError(
-                        "this toolkit's MCP servers run on the current event loop: "
-                        "close it with `await tk.aclose()` or `async with`"
-                    )
         self._closed = True
+        loop = self._loop
         if self._thread is not None:
             _wait(asyncio.run_coroutine_threadsafe(self._stop_all(), loop))
             _wait(asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop))
             loop.call_soon_threadsafe(loop.stop)
             self._thread.join()
             loop.close()
+        elif _running_loop() is loop:
+            # Synchronous code on the owner loop (a plain ``with`` in async code) cannot
+            # wait for it: the servers stop as soon as that code yields to the loop.
+            self._closing = loop.create_task(self._stop_all())
         elif loop.is_running():
             _wait(asyncio.run_coroutine_threadsafe(self._stop_all(), loop))
         elif not loop.is_closed():
@@ -460,6 +458,13 @@ class McpServers:
         else:
             future = asyncio.run_coroutine_threadsafe(self._stop_all(), self._loop)
             await asyncio.wrap_future(future)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def _call(make: Callable[[], Awaitable[_T]]) -> _T:

@@ -7,6 +7,7 @@ imports, so one sync toolkit with several servers is shared by most tests of thi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -278,3 +279,20 @@ def test_bad_server_entries_fail_alone(monkeypatch: pytest.MonkeyPatch) -> None:
         "(or a string with `args`)",
         "x": "invalid configuration: `tools` must be an object of tool name to true/false",
     }
+
+
+async def test_plain_with_in_async_code_stops_the_servers_once_the_loop_runs(
+    tmp_path: Path,
+) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    config = {"mcp": {"kids": {"command": cmd("stdio-child", str(pidfile))}}}
+    with await toolnexus.build_async(mcp=config, builtins=False) as tk:
+        server_pid = int((await toolnexus.execute_async(tk, "kids_pid", {})).output)
+        grandchild = int(pidfile.read_text())
+    # close() cannot block the loop it runs on; the shutdown runs as soon as we yield.
+    for _ in range(1000):
+        if not alive(server_pid) and not alive(grandchild):
+            break
+        await asyncio.sleep(0.01)
+    assert not alive(server_pid)
+    assert not alive(grandchild)
