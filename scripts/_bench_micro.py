@@ -1,0 +1,62 @@
+"""Single-shot probes of ``scripts/bench.py``, each run in a fresh interpreter.
+
+Usage::
+
+    python scripts/_bench_micro.py import toolnexus
+    python scripts/_bench_micro.py build SKILLS_DIR REPEATS
+    python scripts/_bench_micro.py discover SKILLS_DIR REPEATS
+
+Each prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+
+def _import(module: str) -> dict[str, Any]:
+    start = time.perf_counter_ns()
+    __import__(module)
+    took = time.perf_counter_ns() - start
+    return {"ns": took, "genai_loaded": "google.genai" in sys.modules}
+
+
+def _repeat(label: str, action: Any, repeats: int) -> dict[str, Any]:
+    start = time.perf_counter_ns()
+    action()
+    first = time.perf_counter_ns() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        action()
+        times.append(time.perf_counter_ns() - start)
+    return {"first_ns": first, "repeat_ns": statistics.median(times), "what": label}
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    """Run one probe and return its figures."""
+    mode = argv[0]
+    if mode == "import":
+        return _import(argv[1])
+    import warnings
+
+    import toolnexus as tn
+
+    warnings.simplefilter("ignore")
+    if mode == "build":
+        skills = argv[1]
+        return _repeat("tn.build(skills=...)", lambda: tn.build(skills=skills), int(argv[2]))
+    if mode == "discover":
+        folder = argv[1]
+        result = _repeat("tn.list_skills(...)", lambda: tn.list_skills(folder), int(argv[2]))
+        result["found"] = len(tn.list_skills(folder).skills)
+        return result
+    raise SystemExit(f"unknown probe {mode!r}")
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:])), flush=True)

@@ -1,0 +1,158 @@
+"""One measured process of ``scripts/bench.py``: the raw-SDK floor or ``agent.Agent``.
+
+Usage (driven by bench.py over stdin/stdout, one JSON line per command)::
+
+    python scripts/_bench_worker.py floor pair http://127.0.0.1:PORT decls.json
+
+Commands on stdin: ``run`` (one measured run), ``quit`` (report peak RSS and exit).
+The first line on stdout reports the import and cold-init times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+_T0 = time.perf_counter_ns()
+
+import _bench_scenarios as sc  # noqa: E402
+import httpx  # noqa: E402
+
+Runner = Callable[[], Awaitable[list[int]]]
+
+
+def _stamp_hook(stamps: list[int]) -> Callable[[httpx.Request], Awaitable[None]]:
+    async def hook(request: httpx.Request) -> None:
+        stamps.append(time.perf_counter_ns())
+
+    return hook
+
+
+async def _floor(
+    scenario: str, base_url: str, raw_decls: list[dict[str, Any]]
+) -> tuple[Runner, int, int]:
+    """Build the hand loop on the raw SDK; return (runner, import ns, init ns)."""
+    start = time.perf_counter_ns()
+    from google import genai
+    from google.genai import types
+
+    imported = time.perf_counter_ns()
+    funcs = sc.functions(scenario)
+    stamps: list[int] = []
+    hooks = {"request": [_stamp_hook(stamps)]} if scenario == "long" else {}
+    client = genai.Client(
+        api_key="bench",
+        http_options=types.HttpOptions(
+            base_url=base_url, httpx_async_client=httpx.AsyncClient(event_hooks=hooks)
+        ),
+    )
+    config = types.GenerateContentConfig(
+        tools=[
+            types.Tool(
+                function_declarations=[
+                    types.FunctionDeclaration(
+                        name=d["name"],
+                        description=d.get("description"),
+                        parameters_json_schema=d.get("parametersJsonSchema"),
+                    )
+                    for d in raw_decls
+                ]
+            )
+        ],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    ready = time.perf_counter_ns()
+
+    async def call(fc: types.FunctionCall) -> types.Part:
+        fn = funcs[fc.name or ""]
+        value = fn(**(fc.args or {}))
+        if asyncio.iscoroutine(value):
+            value = await value
+        return types.Part(
+            function_response=types.FunctionResponse(
+                id=fc.id, name=fc.name, response={"result": value}
+            )
+        )
+
+    async def run() -> list[int]:
+        stamps.clear()
+        contents: list[types.Content] = [
+            types.Content(role="user", parts=[types.Part(text=sc.prompt(scenario))])
+        ]
+        while True:
+            response = await client.aio.models.generate_content(
+                model=sc.MODEL, contents=contents, config=config
+            )
+            calls = response.function_calls
+            if not calls:
+                assert response.text, "the floor got no final answer"
+                return list(stamps)
+            assert response.candidates and response.candidates[0].content
+            contents.append(response.candidates[0].content)
+            parts = await asyncio.gather(*(call(fc) for fc in calls))
+            contents.append(types.Content(role="user", parts=list(parts)))
+
+    return run, imported - start, ready - imported
+
+
+async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
+    """Build the toolkit and the Agent; return (runner, import ns, init ns)."""
+    start = time.perf_counter_ns()
+    import toolnexus as tn
+    from agent import Agent
+
+    imported = time.perf_counter_ns()
+    funcs = sc.functions(scenario)
+    tools = [tn.define_tool(fn, name=name) for name, fn in funcs.items()]
+    toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
+    stamps: list[int] = []
+    extra: dict[str, Any] = {}
+    if scenario == "long":
+        extra["http_client"] = httpx.AsyncClient(event_hooks={"request": [_stamp_hook(stamps)]})
+    agent = Agent(
+        model=sc.MODEL,
+        toolkit=toolkit,
+        api_key="bench",
+        base_url=base_url,
+        max_turns=sc.LONG_TURNS + 10,
+        **extra,
+    )
+    ready = time.perf_counter_ns()
+
+    async def run() -> list[int]:
+        stamps.clear()
+        result = await agent.run(sc.prompt(scenario))
+        assert result.text and result.text.startswith("Done"), f"ours ended with {result.text!r}"
+        return list(stamps)
+
+    return run, imported - start, ready - imported
+
+
+async def _main(impl: str, scenario: str, base_url: str, decls: list[dict[str, Any]]) -> None:
+    if impl == "floor":
+        run, import_ns, init_ns = await _floor(scenario, base_url, decls)
+    else:
+        run, import_ns, init_ns = await _ours(scenario, base_url)
+    print(json.dumps({"import_ns": import_ns, "init_ns": init_ns}), flush=True)
+    while True:
+        # A blocking read: nothing runs on the loop between two runs anyway.
+        command = sys.stdin.readline().strip()
+        if command != "run":
+            break
+        begin = time.perf_counter_ns()
+        stamps = await run()
+        end = time.perf_counter_ns()
+        print(json.dumps({"ns": end - begin, "stamps": [s - begin for s in stamps]}), flush=True)
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"maxrss_kib": rss_kib, "total_ns": time.perf_counter_ns() - _T0}), flush=True)
+
+
+if __name__ == "__main__":
+    _impl, _scenario, _url, _decls = sys.argv[1:5]
+    asyncio.run(_main(_impl, _scenario, _url, json.loads(Path(_decls).read_text(encoding="utf-8"))))

@@ -1,0 +1,371 @@
+#!/usr/bin/env python
+"""Measure what ``agent.Agent`` costs over a hand loop on the raw google-genai SDK.
+
+One command, offline, a few minutes on two cores::
+
+    python scripts/bench.py                       # all scenarios, 30 runs after 5 warm-up
+    python scripts/bench.py --runs 10 --scenarios pair,long --json out.json
+
+A strict fake Gemini (``agent.testing.FakeGemini``, Gemini 3 style thought signatures)
+serves real HTTP on 127.0.0.1 from this process. Each scenario starts two fresh worker
+processes, the floor (raw SDK, automatic function calling off, calls run by a dict lookup)
+and ours (``agent.Agent``), and alternates their runs (floor, ours, floor, ours...), so
+both see the same machine state. Every figure of ours is reported as a ratio to the floor
+of the same run, next to its target. Exit status is 0 even when a target is missed: this
+is a measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import _bench_scenarios as sc  # noqa: E402
+
+# Ratio targets (ours / floor, same run) and absolute ones.
+TARGETS = {"pair": 1.10, "fanout": 1.03, "wide": 1.15, "long": 1.10}
+IMPORT_TOOLNEXUS_MS = 60.0
+IMPORT_AGENT_EXTRA_MS = 40.0
+BUILD_MS = 20.0
+DISCOVER_S = 1.0
+RSS_EXTRA_MIB = 10.0
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    return env
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class _Timing:
+    """The fake server's own time per request (handler entry to last byte written)."""
+
+    def __init__(self) -> None:
+        self.ns: list[int] = []
+        self.lock = threading.Lock()
+
+
+def start_server(timing: _Timing) -> Any:
+    """Start the strict fake Gemini over HTTP; record its own time per request."""
+    from agent.testing import FakeGemini
+
+    fake = FakeGemini(sc.decide, strict=True)
+    server = fake.serve()
+    handler = server._server.RequestHandlerClass
+
+    class TimedHandler(handler):  # type: ignore[misc,valid-type]
+        def _serve(self) -> None:
+            start = time.perf_counter_ns()
+            super()._serve()
+            took = time.perf_counter_ns() - start
+            with timing.lock:
+                timing.ns.append(took)
+
+    server._server.RequestHandlerClass = TimedHandler
+    return server.start()
+
+
+def declarations(scenario: str, base_url: str, folder: Path) -> Path:
+    """Write the scenario's declarations as ``agent.Agent`` sends them (the floor reuses them)."""
+    import warnings
+
+    import toolnexus as tn
+    from agent import Agent
+
+    tools = [tn.define_tool(fn, name=name) for name, fn in sc.functions(scenario).items()]
+    toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = Agent(model=sc.MODEL, toolkit=toolkit, api_key="bench", base_url=base_url)
+    path = folder / f"decls-{scenario}.json"
+    path.write_text(json.dumps(list(agent.declarations)), encoding="utf-8")
+    return path
+
+
+class Worker:
+    """A measured child process answering ``run`` commands with one JSON line each."""
+
+    def __init__(self, impl: str, scenario: str, base_url: str, decls: Path) -> None:
+        self.impl = impl
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "_bench_worker.py"), impl, scenario, base_url, str(decls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=_env(),
+        )
+        self.start = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            raise RuntimeError(f"the {self.impl} worker died (exit {code}); see its stderr above")
+        value: dict[str, Any] = json.loads(line)
+        return value
+
+    def run(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        final = self._read()
+        self.proc.wait(timeout=30)
+        return final
+
+
+def _summary(runs: list[dict[str, Any]], requests: int) -> dict[str, Any]:
+    ms = [r["ns"] / 1e6 for r in runs]
+    per_request = [m / requests for m in ms]
+    out: dict[str, Any] = {
+        "run_ms": {"p50": statistics.median(ms), "p95": _pct(ms, 0.95)},
+        "request_ms": {"p50": statistics.median(per_request), "p95": _pct(per_request, 0.95)},
+        "requests_per_run": requests,
+    }
+    stamps = runs[0]["stamps"] if runs else []
+    if len(stamps) > 10:
+        last10 = [(r["stamps"][-1] - r["stamps"][-11]) / 1e6 for r in runs]
+        first10 = [(r["stamps"][10] - r["stamps"][0]) / 1e6 for r in runs]
+        out["last10_ms"] = {"p50": statistics.median(last10), "p95": _pct(last10, 0.95)}
+        out["first10_ms"] = {"p50": statistics.median(first10), "p95": _pct(first10, 0.95)}
+    return out
+
+
+def bench_scenario(
+    scenario: str, base_url: str, runs: int, warmup: int, folder: Path, timing: _Timing
+) -> dict[str, Any]:
+    """Measure floor and ours on one scenario, runs interleaved ABAB."""
+    decls = declarations(scenario, base_url, folder)
+    workers = {"floor": Worker("floor", scenario, base_url, decls)}
+    workers["ours"] = Worker("ours", scenario, base_url, decls)
+    results: dict[str, list[dict[str, Any]]] = {"floor": [], "ours": []}
+    with timing.lock:
+        timing.ns.clear()
+    for index in range(warmup + runs):
+        order = ("floor", "ours") if index % 2 == 0 else ("ours", "floor")
+        for impl in order:
+            result = workers[impl].run()
+            if index >= warmup:
+                results[impl].append(result)
+        if index == warmup - 1:
+            with timing.lock:
+                timing.ns.clear()
+    requests = {"pair": 2, "fanout": 2, "wide": 2, "long": sc.LONG_TURNS + 1}[scenario]
+    out: dict[str, Any] = {}
+    for impl, worker in workers.items():
+        final = worker.close()
+        out[impl] = {
+            **_summary(results[impl], requests),
+            "import_ms": worker.start["import_ns"] / 1e6,
+            "init_ms": worker.start["init_ns"] / 1e6,
+            "maxrss_mib": final["maxrss_kib"] / 1024,
+        }
+    with timing.lock:
+        server_ms = [n / 1e6 for n in timing.ns]
+    out["server_request_ms"] = {"p50": statistics.median(server_ms), "p95": _pct(server_ms, 0.95)}
+    key = "last10_ms" if scenario == "long" else "run_ms"
+    out["ratio"] = out["ours"][key]["p50"] / out["floor"][key]["p50"]
+    out["ratio_of"] = key + " p50"
+    out["target"] = TARGETS[scenario]
+    out["met"] = out["ratio"] <= TARGETS[scenario]
+    if scenario == "pair":
+        extra = out["ours"]["maxrss_mib"] - out["floor"]["maxrss_mib"]
+        out["rss_extra_mib"] = extra
+        out["rss_met"] = extra <= RSS_EXTRA_MIB
+    return out
+
+
+def _probe(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(HERE / "_bench_micro.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        check=True,
+    )
+    value: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return value
+
+
+def bench_imports(repeats: int) -> dict[str, Any]:
+    """Median import time of each module, each in a fresh interpreter."""
+    out: dict[str, Any] = {}
+    for module in ("google.genai", "toolnexus", "agent"):
+        samples = [_probe("import", module) for _ in range(repeats)]
+        out[module] = {
+            "ms": statistics.median(s["ns"] / 1e6 for s in samples),
+            "genai_loaded": any(s["genai_loaded"] for s in samples),
+        }
+    sdk = out["google.genai"]["ms"]
+    out["toolnexus"]["met"] = (
+        out["toolnexus"]["ms"] <= IMPORT_TOOLNEXUS_MS and not out["toolnexus"]["genai_loaded"]
+    )
+    out["agent"]["extra_ms"] = out["agent"]["ms"] - sdk
+    out["agent"]["met"] = out["agent"]["extra_ms"] <= IMPORT_AGENT_EXTRA_MS
+    return out
+
+
+def make_skills(folder: Path, count: int) -> Path:
+    """Write ``count`` small skill folders under ``folder/skills``."""
+    root = folder / "skills"
+    for i in range(count):
+        skill = root / f"group-{i // 100:02d}" / f"skill-{i:04d}"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            f"---\nname: skill-{i:04d}\ndescription: Generated skill number {i} for the "
+            f"discovery benchmark. Use when asked about item {i}.\n---\n\n# Skill {i}\n\n"
+            "Do the thing, then report.\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def bench_toolkit(folder: Path, repeats: int) -> dict[str, Any]:
+    """Default toolkit build (fresh process: first, then repeated) and 1,000-skill discovery."""
+    build = _probe("build", str(ROOT / "examples" / "skills"), str(repeats))
+    build["met"] = build["first_ns"] / 1e6 <= BUILD_MS and build["repeat_ns"] / 1e6 <= BUILD_MS
+    discover = _probe("discover", str(make_skills(folder, 1000)), "3")
+    discover["met"] = discover["first_ns"] / 1e9 <= DISCOVER_S
+    return {"build": build, "discover": discover}
+
+
+def _mark(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
+def table(results: dict[str, Any]) -> str:
+    """Render the results as a readable text table."""
+    lines = [
+        f"{'scenario':8} {'impl':5} {'run p50':>9} {'run p95':>9} {'req p50':>8} "
+        f"{'req p95':>8} {'init':>8} {'rss MiB':>8}",
+    ]
+    for name, r in results["scenarios"].items():
+        for impl in ("floor", "ours"):
+            x = r[impl]
+            lines.append(
+                f"{name:8} {impl:5} {x['run_ms']['p50']:8.2f}ms {x['run_ms']['p95']:8.2f}ms "
+                f"{x['request_ms']['p50']:7.2f}ms {x['request_ms']['p95']:7.2f}ms "
+                f"{x['init_ms']:6.1f}ms {x['maxrss_mib']:8.1f}"
+            )
+        if name == "long":
+            lines.append(
+                f"{'':8} last 10 turns p50: floor {r['floor']['last10_ms']['p50']:.2f} ms, "
+                f"ours {r['ours']['last10_ms']['p50']:.2f} ms "
+                f"(first 10: floor {r['floor']['first10_ms']['p50']:.2f}, "
+                f"ours {r['ours']['first10_ms']['p50']:.2f})"
+            )
+        lines.append(
+            f"{'':8} ratio ({r['ratio_of']}) {r['ratio']:.3f} x floor, target <= "
+            f"{r['target']:.2f}: {_mark(r['met'])}; fake server {r['server_request_ms']['p50']:.2f}"
+            f" ms/request p50 ({r['server_request_ms']['p95']:.2f} p95)"
+        )
+        if "rss_extra_mib" in r:
+            lines.append(
+                f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
+                f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
+            )
+    imports = results.get("imports")
+    if imports:
+        sdk = imports["google.genai"]["ms"]
+        tnx, ag = imports["toolnexus"], imports["agent"]
+        lines += [
+            "",
+            f"import google.genai {sdk:7.1f} ms (baseline)",
+            f"import toolnexus    {tnx['ms']:7.1f} ms, loads google.genai: {tnx['genai_loaded']}"
+            f"; target <= {IMPORT_TOOLNEXUS_MS:.0f} ms, no genai: {_mark(tnx['met'])}",
+            f"import agent        {ag['ms']:7.1f} ms = SDK {ag['extra_ms']:+.1f} ms; target <= "
+            f"SDK +{IMPORT_AGENT_EXTRA_MS:.0f} ms: {_mark(ag['met'])}",
+        ]
+    tk = results.get("toolkit")
+    if tk:
+        b, d = tk["build"], tk["discover"]
+        lines += [
+            f"default toolkit     first {b['first_ns'] / 1e6:6.1f} ms, repeated "
+            f"{b['repeat_ns'] / 1e6:6.1f} ms; target <= {BUILD_MS:.0f} ms: {_mark(b['met'])}",
+            f"1,000 skills        first {d['first_ns'] / 1e6:6.1f} ms, repeated "
+            f"{d['repeat_ns'] / 1e6:6.1f} ms ({d['found']} found); target <= "
+            f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print the table, write the JSON; always return 0."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=30, help="measured runs per side [30]")
+    parser.add_argument("--warmup", type=int, default=5, help="warm-up runs per side [5]")
+    parser.add_argument("--scenarios", default=",".join(sc.SCENARIOS), help="comma-separated")
+    parser.add_argument("--json", default="bench-results.json", help="where to write the JSON")
+    parser.add_argument("--repeats", type=int, default=5, help="import/build probe repeats [5]")
+    parser.add_argument("--no-micro", action="store_true", help="skip import/build/skill probes")
+    args = parser.parse_args(argv)
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = sorted(set(scenarios) - set(sc.SCENARIOS))
+    if unknown or args.runs < 1 or args.warmup < 0:
+        parser.error(f"bad options: scenarios must be among {', '.join(sc.SCENARIOS)}, runs >= 1")
+    began = time.perf_counter()
+    results: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "runs": args.runs,
+        "warmup": args.warmup,
+        "scenarios": {},
+    }
+    timing = _Timing()
+    server = start_server(timing)
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolnexus-bench-") as tmp:
+            folder = Path(tmp)
+            for scenario in scenarios:
+                print(f"running {scenario}...", file=sys.stderr, flush=True)
+                results["scenarios"][scenario] = bench_scenario(
+                    scenario, server.base_url, args.runs, args.warmup, folder, timing
+                )
+            if not args.no_micro:
+                print("probing imports and toolkit build...", file=sys.stderr, flush=True)
+                results["imports"] = bench_imports(args.repeats)
+                results["toolkit"] = bench_toolkit(folder, args.repeats)
+    finally:
+        server.stop()
+    results["fake_failures"] = list(server.fake.failures)
+    results["seconds"] = time.perf_counter() - began
+    print(table(results))
+    if results["fake_failures"]:
+        print("fake Gemini problems: " + "; ".join(results["fake_failures"]))
+    print(f"total {results['seconds']:.0f} s; JSON written to {args.json}")
+    Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
