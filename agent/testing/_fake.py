@@ -39,6 +39,7 @@ __all__ = ["FakeGemini", "FakeGeminiError", "RecordedRequest"]
 _PATH = re.compile(
     r"/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
 )
+_METHODS = frozenset({"generateContent", "streamGenerateContent"})
 _SECRET_HEADERS = frozenset({"x-goog-api-key", "authorization"})
 
 
@@ -85,6 +86,25 @@ class RecordedRequest:
             for part in self.contents[-1].get("parts", [])
             if isinstance(part, dict) and "functionResponse" in part
         ]
+
+    @property
+    def declared_functions(self) -> list[str]:
+        """The names of the function declarations sent with the request, in order."""
+        tools = self.body.get("tools") if isinstance(self.body, dict) else None
+        return [
+            str(decl.get("name"))
+            for tool in tools or []
+            if isinstance(tool, dict)
+            for decl in tool.get("functionDeclarations") or []
+            if isinstance(decl, dict)
+        ]
+
+    @property
+    def system_text(self) -> str:
+        """The text of ``systemInstruction`` (empty when there is none)."""
+        system = self.body.get("systemInstruction") if isinstance(self.body, dict) else None
+        parts = system.get("parts") if isinstance(system, dict) else None
+        return "".join(str(part.get("text", "")) for part in parts or [] if isinstance(part, dict))
 
 
 @dataclass
@@ -302,20 +322,12 @@ class FakeGemini:
         headers: Mapping[str, str],
         raw: bytes,
     ) -> _Outcome:
-        if (
-            match is None
-            or method != "POST"
-            or match["method"]
-            not in (
-                "generateContent",
-                "streamGenerateContent",
-            )
-        ):
+        if match is None or method != "POST" or match["method"] not in _METHODS:
             return _error_outcome(
                 404,
                 "NOT_FOUND",
-                f"FakeGemini serves POST generateContent and "
-                f"streamGenerateContent only; got {method} {record.path}.",
+                "FakeGemini serves POST generateContent and streamGenerateContent only; "
+                f"got {method} {record.path}.",
             )
         stream = record.kind == "stream"
         if stream and "alt=sse" not in query.split("&"):

@@ -34,6 +34,7 @@ async def test_agent_reads_the_file(tmp_path: Path) -> None:
     sent = fake.requests[1].function_responses[0]
     assert sent["name"] == "read" and "Buy milk" in sent["response"]["output"]
     assert all(r.status == 200 for r in fake.requests), "the loop's traffic passes strict mode"
+    assert "read" in fake.requests[0].declared_functions
 
 
 def _model(request: dict[str, Any]) -> ReplyLike:

@@ -127,6 +127,8 @@ async def test_async_unary_conversation_with_parallel_and_sequential_calls(
     assert fake.requests[0].path == f"/{version}/models/{MODEL}:generateContent"
     assert fake.requests[0].api_version == version
     assert fake.requests[0].model == MODEL and fake.requests[0].kind == "unary"
+    assert fake.requests[0].system_text == "Be brief."
+    assert fake.requests[0].declared_functions == ["get_weather", "get-time"]
     assert "x-goog-api-key" not in fake.requests[0].headers
     assert "secret-key" not in repr(fake.requests)
     last = fake.requests[-1]
