@@ -172,7 +172,8 @@ def make_config(
 
 def user_content(text: str) -> types.Content:
     """Return a ``user`` Content holding one text part."""
-    return types.Content(role="user", parts=[types.Part(text=text)])
+    # Built without validation: the values are known-good and this runs on every call.
+    return types.Content.model_construct(role="user", parts=[types.Part.model_construct(text=text)])
 
 
 def to_contents(history: Sequence[Mapping[str, Any] | types.Content]) -> list[types.Content]:
@@ -202,10 +203,15 @@ def function_responses(
     Each item is ``(call id or None, tool name, response object)``; an id is sent only when
     the call had one.
     """
-    return types.Content(
+    # Built without validation: every field is known-good and this runs on every tool turn.
+    return types.Content.model_construct(
         role="user",
         parts=[
-            types.Part(function_response=types.FunctionResponse(id=cid, name=name, response=resp))
+            types.Part.model_construct(
+                function_response=types.FunctionResponse.model_construct(
+                    id=cid, name=name, response=resp
+                )
+            )
             for cid, name, resp in responses
         ],
     )

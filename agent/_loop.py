@@ -103,6 +103,8 @@ class Run:
         self._fresh_retries: list[Retry] = []
         self._reply: _gemini.Reply | None = None
         self._veto: str | None = None
+        self._response: Any = None
+        self._attempts = 0
         self._malformed = self._empty = self._repeats = 0
         self._last_calls: frozenset[tuple[str, str]] | None = None
 
@@ -189,26 +191,18 @@ class Run:
         """Call the model (with retries); leave the parsed reply in ``self._reply``."""
         self._reply = None
         turn = self.turns + 1
-        request = ModelRequest(self.s.model, list(self.contents), self.s.config, turn)
+        request = ModelRequest(self.s.model, self.contents, self.s.config, turn)
         if self.s.hooks.before_model is not None:
+            request = ModelRequest(self.s.model, list(self.contents), self.s.config, turn)
             changed = await _maybe(self.s.hooks.before_model(request))
             if isinstance(changed, Veto):
                 self._veto = changed.reason
                 return
             if changed is not None:
                 request = changed
-        clients = self.s.client()
-        attempts = 0
-        response: Any = None
         try:
-            async for attempt in retrying(self.s.retry, _gemini.error_info, self._on_retry):
-                while self._fresh_retries:
-                    yield self._fresh_retries.pop(0)
-                attempts += 1
-                with attempt:
-                    response = await _gemini.generate(
-                        clients.genai, request.model, request.contents, request.config
-                    )
+            async for event in self._call(request):
+                yield event
         except Exception as exc:
             info = _gemini.error_info(exc)
             if info is None:
@@ -218,9 +212,10 @@ class Run:
                 code=info.code,
                 status=info.status,
                 message=info.message,
-                attempts=attempts,
+                attempts=self._attempts,
                 result=self.result("incomplete", reason=label or "model error"),
             ) from exc
+        response = self._response
         if self.s.hooks.after_model is not None:
             changed = await _maybe(self.s.hooks.after_model(request, response))
             if isinstance(changed, Veto):
@@ -229,6 +224,36 @@ class Run:
             if changed is not None:
                 response = changed
         self._reply = _gemini.parse(response)
+
+    async def _call(self, request: ModelRequest) -> AsyncIterator[Event]:
+        """Make the model call under the retry policy; leave the response in ``_response``.
+
+        The first attempt runs without the retry machinery (most calls succeed); only a
+        retryable failure starts it, replaying that failure as its first attempt.
+        """
+        genai_client = self.s.client().genai
+        self._attempts = 1
+        replay: list[Exception] = []
+        try:
+            self._response = await _gemini.generate(
+                genai_client, request.model, request.contents, request.config
+            )
+            return
+        except Exception as exc:
+            info = _gemini.error_info(exc)
+            if info is None or not info.retryable or self.s.retry.attempts < 2:
+                raise
+            replay.append(exc)
+        async for attempt in retrying(self.s.retry, _gemini.error_info, self._on_retry):
+            while self._fresh_retries:
+                yield self._fresh_retries.pop(0)
+            with attempt:
+                if replay:
+                    raise replay.pop()
+                self._attempts += 1
+                self._response = await _gemini.generate(
+                    genai_client, request.model, request.contents, request.config
+                )
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
         retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
