@@ -73,7 +73,7 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(e) for e in exc.exceptions)
     text = str(exc)
-    if type(exc).__name__ == "MCPError":
+    if isinstance(exc, ToolError) or type(exc).__name__ == "MCPError":
         return text or "MCP error"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

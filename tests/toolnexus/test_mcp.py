@@ -25,8 +25,8 @@ from toolnexus._mcp import McpConfigError, McpServerStatus, mcp_status
 
 SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-s3cr3t-9917"
-ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "pid", "t_0", "t_1", "t_2"]
-ALL_TOOLS += ["t_3", "t_4"]
+ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "pid", "sleep", "t_0", "t_1"]
+ALL_TOOLS += ["t_2", "t_3", "t_4"]
 
 
 def cmd(*args: str) -> list[str]:
@@ -296,3 +296,14 @@ async def test_plain_with_in_async_code_stops_the_servers_once_the_loop_runs(
         await asyncio.sleep(0.01)
     assert not alive(server_pid)
     assert not alive(grandchild)
+
+
+def test_a_call_past_the_context_timeout_is_cancelled_and_the_server_stays_usable(
+    built: tuple[Toolkit, float],
+) -> None:
+    tk, _ = built
+    context = toolnexus.ToolContext(timeout=0.3)
+    slow = toolnexus.execute(tk, "demo_sleep", {"seconds": 30}, context)
+    assert slow.is_error
+    assert slow.output == "Tool 'demo_sleep' timed out after 0.3 s."
+    assert toolnexus.execute(tk, "demo_echo", {"text": "still here"}).output == "echo:\nstill here"

@@ -11,7 +11,7 @@ Usage: ``python demo_server.py MODE [ARG]`` where MODE is
   write its pid to PIDFILE (to check that closing kills the whole tree).
 
 Tools: ``echo`` (text), ``add`` (structured content), ``fail`` (``isError``), ``env``
-(reads an environment variable), ``cwd`` (the working directory), ``pid``, ``header``
+(reads an environment variable), ``cwd`` (the working directory), ``pid``, ``sleep``, ``header``
 (a header of the HTTP request carrying the call), ``t.0``..``t.4`` (filler).
 The tool list is served two tools per page, so clients must follow ``nextCursor``.
 """
@@ -59,6 +59,11 @@ TOOLS = [
     types.Tool(name="cwd", description="The working directory.", input_schema=_OBJ),
     types.Tool(name="pid", description="The server's process id.", input_schema=_OBJ),
     types.Tool(
+        name="sleep",
+        description="Sleep, then answer.",
+        input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}},
+    ),
+    types.Tool(
         name="header",
         description="A header of the HTTP request that carried this call.",
         input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
@@ -94,6 +99,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text(os.environ.get(args.get("name", ""), "<unset>")))
     if params.name == "cwd":
         return types.CallToolResult(content=_text(os.getcwd()))
+    if params.name == "sleep":
+        await anyio.sleep(float(args.get("seconds", 0)))
+        return types.CallToolResult(content=_text("awake"))
     if params.name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
     if params.name == "header":
