@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -180,8 +181,12 @@ def test_disabled_and_misconfigured_servers_have_a_status(built: tuple[Toolkit, 
 
 
 async def test_async_build_over_http_with_allowlist_headers_and_sse_fallback(
-    http_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    http_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("WEB_TOKEN", SECRET)
     pidfile = tmp_path / "grandchild.pid"
     config: dict[str, Any] = {
@@ -213,6 +218,9 @@ async def test_async_build_over_http_with_allowlist_headers_and_sse_fallback(
         assert alive(server_pid) and alive(grandchild)
     assert not alive(server_pid)
     assert not alive(grandchild)
+    # The SDK logs whole messages at debug level; the echoed secret is blanked there too.
+    assert any("[redacted]" in record.getMessage() for record in caplog.records)
+    assert not [r for r in caplog.records if SECRET in r.getMessage()]
     closed = await toolnexus.execute_async(tk, "web_add", {"a": 1, "b": 1})
     assert closed.is_error
     assert closed.output == "the MCP servers of this toolkit are closed"
