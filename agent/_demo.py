@@ -108,14 +108,24 @@ async def _play(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
 async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
     result: RunResult | None = None
     turn = 0
+    text: list[str] = []  # a turn's text is printed whole, labelled "answer" if it is the answer
+
+    def flush(label: str = "model> ") -> None:
+        if text:
+            say.block(label, "".join(text))
+            text.clear()
+
     async for event in agent.stream(prompt):
+        if not isinstance(event, TextDelta | Done):
+            flush()
         if isinstance(event, TextDelta | Thought | ToolCall) and event.turn != turn:
+            flush()
             turn = event.turn
             say.line(f"\n--- turn {turn} ---")
-        if isinstance(event, Thought):
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+        elif isinstance(event, Thought):
             say.block("model (thinking)> ", event.text)
-        elif isinstance(event, TextDelta):
-            say.block("model> ", event.text)
         elif isinstance(event, ToolCall):
             say.line(f"tool call> {event.name} {json.dumps(event.args, ensure_ascii=False)}")
         elif isinstance(event, ToolResultEvent):
@@ -125,6 +135,7 @@ async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
             say.line(f"(retrying the model call: {event.status}, after {event.delay:.1f} s)")
         elif isinstance(event, Done):
             result = event.result
+    flush("answer> " if result is not None and result.status == "completed" else "model> ")
     return result
 
 
@@ -136,8 +147,6 @@ def _verdict(result: RunResult | None, fake: FakeGemini, workspace: Path, say: _
             "no result" if result is None else f"{result.status} ({result.limit or result.reason})"
         )
         problems.append(f"the run did not complete: {status}")
-    else:
-        say.block("answer> ", result.text)
     greeting = workspace / "greeting.txt"
     if not greeting.is_file():
         problems.append("greeting.txt was not written")

@@ -34,6 +34,7 @@ def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
         "greeting.txt holds 'Hello, Ada! Greetings from the hello-world skill.'"
     )
     assert "--- turn 4 ---" in transcript and "--- turn 5 ---" not in transcript
+    assert transcript.count("I saved that greeting in greeting.txt.") == 1
 
 
 def test_demo_cleans_up_its_workspace_unless_kept(
