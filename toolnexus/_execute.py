@@ -3,7 +3,8 @@
 Neither raises for anything a model can cause. An unknown name, arguments that are not
 an object or do not fit the schema, a tool that raises, hangs past the context's timeout
 or returns something other than text all come back as ``ToolResult(is_error=True)``
-with a message the model can act on. Cancellation still propagates.
+with a message the model can act on, and so does a tool that calls ``sys.exit`` (or
+argparse on bad input). Cancellation and ``KeyboardInterrupt`` still propagate.
 """
 
 from __future__ import annotations
@@ -75,6 +76,30 @@ def _settle(future: asyncio.Future[object], value: object, error: BaseException 
         future.set_exception(error)
 
 
+class _Escaped(Exception):
+    """A sync tool raised a `BaseException` that must not cross into the event loop.
+
+    ``SystemExit`` or ``GeneratorExit`` from a worker thread would, if handed to the loop
+    as is, end the loop (and with it the agent) instead of failing one call.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _passes_through(error: BaseException) -> bool:
+    """Whether ``error`` leaves `execute_async` raised: cancellation and Ctrl-C only."""
+    return isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
+
+
+def _escaped_result(name: str, error: BaseException) -> ToolResult:
+    if isinstance(error, SystemExit):
+        code = error.code if error.code is not None else 0
+        return _error(f"Tool {name!r} tried to exit the process (exit code {code}).")
+    return _error(f"Tool {name!r} failed: {type(error).__name__}: {error}")
+
+
 class _Workers:
     """Daemon threads that run sync tools, reused between calls.
 
@@ -129,7 +154,7 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
         try:
             value = context.run(tool.execute, args, ctx)
         except BaseException as exc:
-            error = exc
+            error = exc if isinstance(exc, Exception) or _passes_through(exc) else _Escaped(exc)
         # A closed loop means the caller gave up on this call long ago.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_settle, future, value, error)
@@ -198,8 +223,12 @@ async def execute_async(
         return _error(str(exc) or type(exc).__name__)
     except _Expired:
         return _error(f"Tool {name!r} timed out after {ctx.timeout:g} s.")
+    except _Escaped as exc:
+        return _escaped_result(name, exc.error)
     except Exception as exc:
         return _error(f"Tool {name!r} failed: {type(exc).__name__}: {exc}")
+    except SystemExit as exc:  # from an async tool: fail the call, never end the agent
+        return _escaped_result(name, exc)
     return _as_result(name, value)
 
 

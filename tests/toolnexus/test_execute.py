@@ -303,3 +303,86 @@ def test_sync_tools_still_run_in_a_forked_child(tk: tn.Toolkit) -> None:
 def _echo_in_child() -> str:
     kit = tn.toolkit([TOOLS[0]])
     return tn.execute(kit, "echo", {"text": "from the child"}, ToolContext(timeout=10)).output
+
+
+# --- a tool that tries to end the process fails its call instead ----------------------
+
+
+def _exit_three(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise SystemExit(3)
+
+
+async def _exit_four(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise SystemExit(4)
+
+
+def _generator_exit(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise GeneratorExit("misused")
+
+
+def _interrupt(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise KeyboardInterrupt
+
+
+async def _cancelled(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise asyncio.CancelledError
+
+
+@tn.define_tool
+def parse_cli(argv: list[str]) -> str:
+    """Parse command-line style arguments with argparse."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="parse_cli", add_help=False)
+    parser.add_argument("--count", type=int, required=True)
+    return str(parser.parse_args(argv).count)
+
+
+EXIT_KIT = tn.toolkit(
+    [
+        Tool("exit_sync", _exit_three),
+        Tool("exit_async", _exit_four),
+        Tool("generator_exit", _generator_exit),
+        Tool("interrupt", _interrupt),
+        Tool("cancelled", _cancelled),
+        parse_cli,
+    ]
+)
+
+
+def test_sys_exit_in_a_sync_tool_is_an_error_result() -> None:
+    result = tn.execute(EXIT_KIT, "exit_sync", {})
+    assert result.is_error
+    assert result.output == "Tool 'exit_sync' tried to exit the process (exit code 3)."
+
+
+async def test_sys_exit_in_an_async_tool_is_an_error_result() -> None:
+    result = await tn.execute_async(EXIT_KIT, "exit_async", {})
+    assert result.output == "Tool 'exit_async' tried to exit the process (exit code 4)."
+    assert result.is_error
+
+
+def test_argparse_on_bad_arguments_does_not_end_the_process(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = tn.execute(EXIT_KIT, "parse_cli", {"argv": ["--count", "many"]})
+    assert result.is_error
+    assert result.output == "Tool 'parse_cli' tried to exit the process (exit code 2)."
+    assert "invalid int value" in capsys.readouterr().err
+    assert tn.execute(EXIT_KIT, "parse_cli", {"argv": ["--count", "7"]}).output == "7"
+
+
+def test_generator_exit_from_a_sync_tool_is_an_error_result() -> None:
+    result = tn.execute(EXIT_KIT, "generator_exit", {})
+    assert result.is_error
+    assert result.output == "Tool 'generator_exit' failed: GeneratorExit: misused"
+
+
+def test_keyboard_interrupt_still_propagates() -> None:
+    with pytest.raises(KeyboardInterrupt):
+        tn.execute(EXIT_KIT, "interrupt", {})
+
+
+async def test_cancellation_still_propagates() -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await tn.execute_async(EXIT_KIT, "cancelled", {})
