@@ -11,57 +11,24 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
 from toolnexus._schema import schema_validator
+from toolnexus._secrets import expand_env, redact
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
 
-__all__ = ["expand_env", "http_tool", "redact"]
+__all__ = ["http_tool"]
 
 logger = logging.getLogger("toolnexus.http")
 
 BodyKind = Literal["json", "form", "raw"]
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_REDACTED = "[redacted]"
 _ERROR_BODY_CHARS = 2000
 _OUTPUT_CHARS = 200_000
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-
-
-def expand_env(value: str, environ: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
-    """Expand ``${NAME}`` references in ``value``; return the text and the inserted values.
-
-    The inserted values are what a caller must treat as secrets. A reference to a variable
-    that is not set raises `ToolError` naming the variable (never a value).
-
-    Example::
-
-        text, secrets = expand_env("Bearer ${API_TOKEN}")
-    """
-    env = os.environ if environ is None else environ
-    secrets: list[str] = []
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in env:
-            raise ToolError(f"environment variable {name} is not set")
-        secrets.append(env[name])
-        return env[name]
-
-    return _ENV_REF.sub(replace, value), secrets
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Return ``text`` with every non-empty secret replaced by ``[redacted]``."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
-    return text
 
 
 def _placeholders(url: str) -> list[str]:

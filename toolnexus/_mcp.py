@@ -35,8 +35,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from toolnexus._http import redact
 from toolnexus._mcp_config import McpConfigError, McpServerStatus, ServerConfig, parse_config
+from toolnexus._secrets import LOG_FILTER, redact
 from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult, sanitize
 
 __all__ = [
@@ -68,52 +68,6 @@ def require_mcp() -> None:
         import mcp.client.streamable_http  # noqa: F401
     except ImportError as exc:
         raise ImportError(f"MCP servers need the optional `mcp` package: {INSTALL_HINT}") from exc
-
-
-class _RedactSecrets(logging.Filter):
-    """Blanks the expanded ``${ENV}`` values out of the MCP SDK's log records.
-
-    At debug level the SDK logs whole messages, so a server that echoes a header or an
-    environment value back would otherwise put the secret in the logs.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        secrets = list(self.secrets)
-        if secrets:
-            message = record.getMessage()
-            clean = redact(message, secrets)
-            if clean != message:
-                record.msg, record.args = clean, None
-        return True
-
-    def add(self, secrets: list[str]) -> None:
-        """Start redacting ``secrets`` and make sure every SDK logger has this filter."""
-        with self._lock:
-            for secret in secrets:
-                self.secrets[secret] = self.secrets.get(secret, 0) + 1
-        for name, item in list(logging.root.manager.loggerDict.items()):
-            is_sdk = name.split(".")[0] in _SDK_LOGGERS
-            if is_sdk and isinstance(item, logging.Logger) and self not in item.filters:
-                item.addFilter(self)
-
-    def remove(self, secrets: list[str]) -> None:
-        """Stop redacting ``secrets`` (once every server that uses them is closed)."""
-        with self._lock:
-            for secret in secrets:
-                left = self.secrets.get(secret, 0) - 1
-                if left > 0:
-                    self.secrets[secret] = left
-                else:
-                    self.secrets.pop(secret, None)
-
-
-_SDK_LOGGERS = frozenset({"mcp", "httpx2", "httpcore", "httpx"})
-_LOG_FILTER = _RedactSecrets()
 
 
 def _describe(exc: BaseException) -> str:
@@ -167,7 +121,7 @@ class _Server:
 
     async def start(self) -> None:
         """Connect and list tools, each phase bounded by the timeout; never raises."""
-        _LOG_FILTER.add(self.config.secrets)
+        LOG_FILTER.add(self.config.secrets)
         loop = asyncio.get_running_loop()
         connected: asyncio.Future[None] = loop.create_future()
         listed: asyncio.Future[None] = loop.create_future()
@@ -200,7 +154,7 @@ class _Server:
                 self._task.cancel()
                 await asyncio.wait({self._task}, timeout=_STOP_GRACE)
         self._reap()
-        _LOG_FILTER.remove(self.config.secrets)
+        LOG_FILTER.remove(self.config.secrets)
 
     async def _run(self, connected: asyncio.Future[None], listed: asyncio.Future[None]) -> None:
         try:

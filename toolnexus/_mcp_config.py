@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from toolnexus._http import expand_env
+from toolnexus._secrets import expand_env
 from toolnexus.tool import ToolError
 
 __all__ = ["DEFAULT_TIMEOUT", "McpConfigError", "McpServerStatus", "ServerConfig", "parse_config"]
