@@ -22,6 +22,7 @@ from typing import Literal, TextIO
 import toolnexus as tn
 from agent._agent import Agent
 from agent._result import RunResult
+from agent._retry import RetryPolicy
 from agent.errors import RunError
 from agent.events import Done, Retry, TextDelta, Thought, ToolCall, ToolResultEvent
 from agent.testing import FakeGemini, read_scenario
@@ -30,6 +31,8 @@ __all__ = ["demo_data", "run_demo"]
 
 _DEMO_KEY = "demo-key-not-a-secret"
 _RESULT_LINES = 6
+# Short waits: a retried failure of the scripted model is worth showing, not waiting for.
+_RETRY = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
 
 
 @contextmanager
@@ -44,11 +47,17 @@ def run_demo(
     *,
     transport: Literal["inprocess", "http"] = "inprocess",
     keep: bool = False,
+    scenario: str | Path | None = None,
 ) -> int:
     """Run the offline demo and print its transcript; return the exit code (0 = success).
 
     ``transport="http"`` serves the fake on 127.0.0.1 and talks to it over real HTTP
     instead of the in-process transport. ``keep`` leaves the scratch workspace on disk.
+    ``scenario`` plays another scenario file with the same workspace and tools; its
+    top-level ``files`` lists what the run must leave in the workspace.
+
+    Success means: the run completed, the scripted model used every turn and saw every
+    expectation met, and the scenario's ``files`` exist.
 
     Example::
 
@@ -60,7 +69,7 @@ def run_demo(
     stream = out if out is not None else sys.stdout
     workspace = Path(tempfile.mkdtemp(prefix="toolnexus-demo-"))
     try:
-        return asyncio.run(_demo(stream, workspace, transport))
+        return asyncio.run(_demo(stream, workspace, transport, scenario))
     finally:
         if keep:
             stream.write(f"(workspace kept: {workspace})\n")
@@ -68,9 +77,9 @@ def run_demo(
             shutil.rmtree(workspace, ignore_errors=True)
 
 
-async def _demo(out: TextIO, workspace: Path, transport: str) -> int:
+async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path | None) -> int:
     with demo_data() as data:
-        scenario = read_scenario(data / "demo.yaml")
+        scenario = read_scenario(data / "demo.yaml" if source is None else Path(source))
         shutil.copytree(data / "skills", workspace / "skills")
     toolkit = tn.build(skills=str(workspace / "skills"), root=str(workspace))
     fake = scenario.fake()
@@ -86,15 +95,16 @@ async def _demo(out: TextIO, workspace: Path, transport: str) -> int:
     say.line(f"user> {prompt}")
     if transport == "http":
         with fake.serve() as server:
-            agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY)
+            agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY, retry=_RETRY)
             result = await _play(agent, prompt, say)
             await agent.aclose()
     else:
         http = fake.http_client()
         async with http:
-            agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY)
+            agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY, retry=_RETRY)
             result = await _play(agent, prompt, say)
-    return _verdict(result, fake, workspace, say)
+    files = [str(name) for name in scenario.extra.get("files") or []]
+    return _verdict(result, fake, workspace, files, say)
 
 
 async def _play(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
@@ -139,7 +149,9 @@ async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
     return result
 
 
-def _verdict(result: RunResult | None, fake: FakeGemini, workspace: Path, say: _Printer) -> int:
+def _verdict(
+    result: RunResult | None, fake: FakeGemini, workspace: Path, files: list[str], say: _Printer
+) -> int:
     say.line("")
     problems: list[str] = []
     if result is None or result.status != "completed":
@@ -147,9 +159,7 @@ def _verdict(result: RunResult | None, fake: FakeGemini, workspace: Path, say: _
             "no result" if result is None else f"{result.status} ({result.limit or result.reason})"
         )
         problems.append(f"the run did not complete: {status}")
-    greeting = workspace / "greeting.txt"
-    if not greeting.is_file():
-        problems.append("greeting.txt was not written")
+    problems.extend(f"{name} was not written" for name in files if not (workspace / name).is_file())
     problems.extend(fake.failures)
     if fake.remaining:
         problems.append(f"{fake.remaining} scripted model turns were not used")
@@ -158,10 +168,11 @@ def _verdict(result: RunResult | None, fake: FakeGemini, workspace: Path, say: _
             say.line(f"demo failed: {problem}")
         return 1
     assert result is not None
-    say.line(
-        f"done: {result.status} in {result.turns} model turns and {len(result.tool_calls)} tool "
-        f"calls; greeting.txt holds {greeting.read_text(encoding='utf-8').strip()!r}"
-    )
+    summary = f"done: {result.status} in {result.turns} model turns and "
+    summary += f"{len(result.tool_calls)} tool calls"
+    for name in files:
+        summary += f"; {name} holds {(workspace / name).read_text(encoding='utf-8').strip()!r}"
+    say.line(summary)
     return 0
 
 

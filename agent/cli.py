@@ -30,7 +30,7 @@ Command = Callable[[argparse.Namespace], int]
 def _demo(args: argparse.Namespace) -> int:
     from agent._demo import run_demo
 
-    return run_demo(transport=args.transport, keep=args.keep)
+    return run_demo(transport=args.transport, keep=args.keep, scenario=args.scenario)
 
 
 def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,6 +49,11 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="reach the fake Gemini in process (default) or over HTTP on 127.0.0.1",
     )
     parser.add_argument("--keep", action="store_true", help="keep the scratch workspace")
+    parser.add_argument(
+        "--scenario",
+        metavar="YAML",
+        help="play this scenario file instead of the built-in one (see examples/scenarios/)",
+    )
     parser.set_defaults(command=_demo)
 
 

@@ -100,3 +100,39 @@ def test_shipped_demo_data_matches_the_examples() -> None:
         },
     }
     assert shipped == examples
+
+
+def test_demo_plays_another_scenario_and_checks_its_files(tmp_path: Path) -> None:
+    scenario = tmp_path / "notes.yaml"
+    scenario.write_text(
+        "prompt: Write a note.\n"
+        "files: [note.txt]\n"
+        "turns:\n"
+        "  - calls: [{name: write, args: {path: note.txt, content: hi}}]\n"
+        "  - expect: {function_response: write}\n"
+        "    text: Written.\n"
+    )
+    out = io.StringIO()
+    assert run_demo(out, scenario=scenario) == 0
+    assert out.getvalue().rstrip().endswith("note.txt holds 'hi'")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("files: [out.txt]\nturns: [Nothing to do.]\n", "demo failed: out.txt was not written"),
+        ("turns: [Done., Never used.]\n", "demo failed: 1 scripted model turns were not used"),
+        (
+            "turns:\n  - {expect: {user_text: impossible}, text: x}\n",
+            "failed its expectation: turn 1: no user text contains 'impossible'",
+        ),
+    ],
+)
+def test_demo_fails_when_the_run_does_not_do_what_the_scenario_says(
+    tmp_path: Path, yaml_text: str, problem: str
+) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml_text)
+    out = io.StringIO()
+    assert run_demo(out, scenario=scenario) == 1
+    assert problem in out.getvalue()
