@@ -11,8 +11,11 @@ results back, repeat until the model answers::
     print(result.status, result.text)
 
 Events of a run (`agent.events`), hooks (`agent.hooks`) and the fake Gemini for tests
-(`agent.testing`) live in their own modules.
+(`agent.testing`) live in their own modules. The session stores (`MemoryStore`,
+`SqliteStore`) load on first use, so ``import agent`` does not pay for SQLite.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
 from agent._request import DeclarationProblem
@@ -27,6 +30,20 @@ from agent.errors import (
 )
 from agent.hooks import Hooks, ModelRequest, Veto
 
+if TYPE_CHECKING:
+    from agent._store import MemoryStore, SessionBusyError, SqliteStore, Store, Transcript
+
+_LAZY = {"MemoryStore", "SessionBusyError", "SqliteStore", "Store", "Transcript"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from agent import _store
+
+        return getattr(_store, name)
+    raise AttributeError(f"module 'agent' has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_MODEL",
     "Agent",
@@ -35,13 +52,18 @@ __all__ = [
     "DeadlineExceededError",
     "DeclarationProblem",
     "Hooks",
+    "MemoryStore",
     "ModelError",
     "ModelRequest",
     "RetryPolicy",
     "RunError",
     "RunResult",
+    "SessionBusyError",
+    "SqliteStore",
+    "Store",
     "ToolCallRecord",
     "ToolDeclarationWarning",
+    "Transcript",
     "Usage",
     "Veto",
 ]

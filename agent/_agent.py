@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from google import genai
 
     from agent._result import RunResult
+    from agent._store import Store
+    from toolnexus import Request
 
 __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
 
@@ -90,11 +92,13 @@ class Agent:
         empty_retries: int = 1,
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
+        store: Store | None = None,
     ) -> None:
         _check_options(max_turns, malformed_retries, empty_retries, repeat_limit, invalid_tools)
         self.model = model
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         self.deadline = deadline
+        self._store = store
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
         """What the pre-flight check found wrong with the toolkit's declarations."""
@@ -149,6 +153,7 @@ class Agent:
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
+        session: str | None = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
@@ -159,6 +164,12 @@ class Agent:
         fails for good and `DeadlineExceededError` past ``deadline``; both carry the partial
         result.
 
+        ``session`` names a conversation kept in the agent's ``store`` (in memory unless
+        one was given): its transcript is loaded first and saved after every completed
+        turn, so a crash loses at most the turn in flight. A suspended session resumes
+        with ``run(session=..., answer=...)``; two runs on one session at once are refused
+        with `SessionBusyError`.
+
         Example::
 
             result = await agent.run("Summarise README.md")
@@ -167,9 +178,8 @@ class Agent:
                                          answer={"id": result.pending["id"], "ok": True,
                                                  "data": "yes"})
         """
-        run = Run(self._settings, prompt, history, answer)
         result: RunResult | None = None
-        async for event in self._drive(run):
+        async for event in self._events(prompt, history, answer, session):
             if isinstance(event, Done):
                 result = event.result
         assert result is not None
@@ -181,6 +191,7 @@ class Agent:
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
+        session: str | None = None,
     ) -> RunResult:
         """Run from synchronous code; see `run`. Not allowed inside a running event loop."""
         try:
@@ -191,13 +202,17 @@ class Agent:
             raise ConfigurationError(
                 "run_sync() was called from a running event loop; use `await agent.run(...)`"
             )
-        return asyncio.run(self._run_and_release(prompt, history, answer))
+        return asyncio.run(self._run_and_release(prompt, history, answer, session))
 
     async def _run_and_release(
-        self, prompt: str | None, history: Sequence[Any] | None, answer: Answer | None
+        self,
+        prompt: str | None,
+        history: Sequence[Any] | None,
+        answer: Answer | None,
+        session: str | None,
     ) -> RunResult:
         try:
-            return await self.run(prompt, history=history, answer=answer)
+            return await self.run(prompt, history=history, answer=answer, session=session)
         finally:
             # The pooled connections belong to this event loop, which asyncio.run closes.
             if self._clients.transport is not None:
@@ -209,14 +224,51 @@ class Agent:
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
+        session: str | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the run's events as they happen; the last one is `Done` with the result.
 
         Takes the same arguments as `run`.
         """
-        run = Run(self._settings, prompt, history, answer)
-        async for event in self._drive(run):
+        async for event in self._events(prompt, history, answer, session):
             yield event
+
+    @property
+    def store(self) -> Store:
+        """Where ``session=`` conversations are kept (a `MemoryStore` unless one was given)."""
+        if self._store is None:
+            from agent._store import MemoryStore
+
+            self._store = MemoryStore()
+        return self._store
+
+    async def _events(
+        self,
+        prompt: str | None,
+        history: Sequence[Any] | None,
+        answer: Answer | None,
+        session: str | None,
+    ) -> AsyncIterator[Event]:
+        if session is None:
+            async for event in self._drive(Run(self._settings, prompt, history, answer)):
+                yield event
+            return
+        if history is not None:
+            raise ConfigurationError("pass either history= or session=, not both")
+        from agent._store import Transcript, session_lock
+
+        store = self.store
+
+        async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
+            request = {"request": dict(pending)} if pending is not None else None
+            transcript = Transcript(contents, pending=request, metadata={"model": self.model})
+            await store.save(session, transcript)
+
+        async with session_lock(store, session):
+            saved = await store.get(session)
+            run = Run(self._settings, prompt, saved.contents if saved else None, answer, save)
+            async for event in self._drive(run):
+                yield event
 
     async def _drive(self, run: Run) -> AsyncIterator[Event]:
         events = run.events()

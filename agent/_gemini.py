@@ -15,7 +15,6 @@ Wire choices made here:
 
 from __future__ import annotations
 
-import email.utils
 import os
 import re
 import time
@@ -441,6 +440,8 @@ def _retry_after(response: Any) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # only needed for the rare HTTP-date form
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -33,12 +33,15 @@ from agent.events import (
 from agent.hooks import Hooks, ModelRequest, Veto
 from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult, execute_async
 
-__all__ = ["Run", "Settings", "WaitFor"]
+__all__ = ["Checkpoint", "Run", "Settings", "WaitFor"]
 
 T = TypeVar("T")
 
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
 """Answers a suspended tool's `Request` inline (sync or async)."""
+
+Checkpoint = Callable[[list[dict[str, Any]], Request | None], Awaitable[None]]
+"""Saves the transcript (and the request it waits on) after each completed turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +85,17 @@ class Run:
         prompt: str | None,
         history: Sequence[Any] | None,
         answer: Answer | None,
+        save: Checkpoint | None = None,
     ) -> None:
         self.s = settings
+        self._save = save
         self.answer = answer
         self.contents: list[_gemini.Content] = _gemini.to_contents(history or ())
         self.dicts: list[dict[str, Any] | None] = [
             dict(item) if isinstance(item, Mapping) else None for item in history or ()
         ]
-        if prompt is not None:
-            self._append(_gemini.user_content(prompt))
-        elif not self.contents:
+        self._prompt = prompt
+        if prompt is None and not self.contents:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
         self.turns = 0
         self.usage = Usage()
@@ -115,32 +119,35 @@ class Run:
         waiting = await self._resume_pending()
         if waiting is not None:
             yield Pending(*waiting)
-            yield Done(self.result("pending", pending=waiting[0]))
+            yield await self._end(self.result("pending", pending=waiting[0]))
             return
+        if self._prompt is not None:
+            self._append(_gemini.user_content(self._prompt))
         while True:
             if self.turns >= self.s.max_turns:
-                yield Done(self.result("incomplete", limit="max_turns"))
+                yield await self._end(self.result("incomplete", limit="max_turns"))
                 return
             async for event in self._fetch():
                 yield event
             reply = self._reply
             if reply is None:
-                yield Done(self.result("blocked", reason=self._veto))
+                yield await self._end(self.result("blocked", reason=self._veto))
                 return
             for event in self._observe(reply):
                 yield event
             outcome = classify(reply)
             end = self._decide(reply, outcome.kind, outcome.reason)
             if end is not None:
-                yield Done(end)
+                yield await self._end(end)
                 return
             if outcome.kind is Kind.CALLS:
                 async for event in self._execute(reply.calls):
                     yield event
                 pending = self._first_pending()
                 if pending is not None:
-                    yield Done(self.result("pending", pending=pending))
+                    yield await self._end(self.result("pending", pending=pending))
                     return
+                await self._checkpoint(None)
 
     def _decide(self, reply: _gemini.Reply, kind: Kind, reason: str | None) -> RunResult | None:
         """Return the result that ends the run, or ``None`` to go on (ask again or run calls)."""
@@ -361,43 +368,59 @@ class Run:
 
     # -- suspension -------------------------------------------------------------------------
 
+    async def _checkpoint(self, pending: Request | None) -> None:
+        """Hand the transcript to the session store, at a point where it is valid history."""
+        if self._save is not None:
+            await self._save(self.transcript(), pending)
+
+    async def _end(self, result: RunResult) -> Done:
+        await self._checkpoint(result.pending)
+        return Done(result)
+
     def _first_pending(self) -> Request | None:
         for _, request in _gemini.pending_requests(self.contents[-1]):
             return request
         return None
 
     async def _resume_pending(self) -> tuple[Request, ToolCall] | None:
-        """Answer what a suspended transcript waits on; return what still waits, if any."""
+        """Answer what a suspended transcript waits on; return what still waits, if any.
+
+        Each waiting request is answered by ``answer`` (matching id), else by ``wait_for``,
+        else declined when a new prompt moves the conversation on; otherwise it still waits.
+        """
         waiting = _gemini.pending_requests(self.contents[-1]) if self.contents else []
-        if not waiting:
-            if self.answer is not None:
+        answer = self.answer
+        if answer is not None and all(request["id"] != answer.get("id") for _, request in waiting):
+            if not waiting:
                 raise ConfigurationError(
-                    f"answer={{'id': {self.answer.get('id')!r}, ...}} was given but the history "
+                    f"answer={{'id': {answer.get('id')!r}, ...}} was given but the history "
                     "does not wait for an answer"
                 )
-            return None
-        calls = _gemini.calls_of(self.contents[-2]) if len(self.contents) > 1 else []
+            ids = ", ".join(repr(request["id"]) for _, request in waiting)
+            raise ConfigurationError(
+                f"answer id {answer.get('id')!r} does not match the pending request(s) {ids}"
+            )
+        calls = _gemini.calls_of(self.contents[-2]) if waiting and len(self.contents) > 1 else []
+        still: tuple[Request, ToolCall] | None = None
         for index, request in waiting:
             if index >= len(calls):
                 raise ConfigurationError("the history's pending function response has no call")
             source = calls[index]
             call = ToolCall(source.name, source.args, source.id, 0, index)
-            if self.answer is not None and self.answer.get("id") == request["id"]:
-                answer, self.answer = self.answer, None
+            if answer is not None and answer.get("id") == request["id"]:
+                reply: Answer = answer
             elif self.s.wait_for is not None:
-                answer = await _maybe(self.s.wait_for(request))
+                reply = await _maybe(self.s.wait_for(request))
+            elif self._prompt is not None:
+                reply = Answer(id=request["id"], ok=False)
             else:
-                if self.answer is not None:
-                    raise ConfigurationError(
-                        f"answer id {self.answer.get('id')!r} does not match the pending "
-                        f"request {request['id']!r}"
-                    )
-                return request, call
-            result = await self._run_call(call, (request, answer))
+                still = still or (request, call)
+                continue
+            result = await self._run_call(call, (request, reply))
             self._replace_last(
                 _gemini.replace_response(self.contents[-1], index, _response(result))
             )
-        return None
+        return still
 
     # -- transcript and result --------------------------------------------------------------
 

@@ -14,13 +14,18 @@ EXPECTED = [
     "DeadlineExceededError",
     "DeclarationProblem",
     "Hooks",
+    "MemoryStore",
     "ModelError",
     "ModelRequest",
     "RetryPolicy",
     "RunError",
     "RunResult",
+    "SessionBusyError",
+    "SqliteStore",
+    "Store",
     "ToolCallRecord",
     "ToolDeclarationWarning",
+    "Transcript",
     "Usage",
     "Veto",
 ]
@@ -31,6 +36,14 @@ def test_agent_all_is_pinned_and_sorted():
     assert agent.__all__ == sorted(agent.__all__, key=lambda n: (not n.isupper(), n))
     for name in agent.__all__:
         assert getattr(agent, name) is not None
+
+
+def test_stores_load_lazily():
+    import subprocess
+    import sys
+
+    code = "import sys, agent; assert 'sqlite3' not in sys.modules; agent.SqliteStore"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_exception_tree():

@@ -1,0 +1,159 @@
+"""Memory: ``run(prompt, session=...)`` loads and saves transcripts through a store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+import toolnexus as tn
+from agent import ConfigurationError, MemoryStore, ModelError, SessionBusyError, SqliteStore
+from agent._store import Transcript
+from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+@pytest.fixture
+def mock() -> respx.MockRouter:
+    with respx.mock(assert_all_called=False) as router:
+        yield router
+
+
+class RecordingStore(MemoryStore):
+    """A memory store that keeps a copy of every save."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: list[Transcript] = []
+
+    async def save(self, session_id: str, transcript: Transcript) -> None:
+        self.saves.append(Transcript.from_json(transcript.to_json()))
+        await super().save(session_id, transcript)
+
+
+def roles(contents: list[dict[str, Any]]) -> list[str]:
+    return [c["role"] for c in contents]
+
+
+async def test_a_session_remembers_the_conversation(http, mock):
+    script = Script(mock, [reply(text("Hi Ann.")), reply(text("You are Ann."))])
+    agent = make_agent(http)
+    await agent.run("I am Ann.", session="ann")
+    result = await agent.run("Who am I?", session="ann")
+    assert result.text == "You are Ann."
+    assert script.contents(1) == [
+        {"role": "user", "parts": [{"text": "I am Ann."}]},
+        {"role": "model", "parts": [{"text": "Hi Ann."}]},
+        {"role": "user", "parts": [{"text": "Who am I?"}]},
+    ]
+    saved = await agent.store.get("ann")
+    assert saved is not None
+    assert saved.contents == result.contents
+    assert saved.metadata["model"] == agent.model
+
+
+async def test_saved_after_every_completed_turn_as_valid_history(http, mock):
+    store = RecordingStore()
+    Script(
+        mock,
+        [
+            reply(call("echo", {"text": "1"})),
+            reply(call("echo", {"text": "2"})),
+            reply(text("done")),
+        ],
+    )
+    await make_agent(http, echo_toolkit(), store=store).run("go", session="s")
+    assert [roles(t.contents) for t in store.saves] == [
+        ["user", "model", "user"],
+        ["user", "model", "user", "model", "user"],
+        ["user", "model", "user", "model", "user", "model"],
+    ]
+
+
+async def test_a_failure_keeps_the_completed_turns(http, mock):
+    store = RecordingStore()
+    Script(mock, [reply(call("echo", {"text": "1"})), api_error(400, "INVALID_ARGUMENT", "no")])
+    agent = make_agent(http, echo_toolkit(), store=store)
+    with pytest.raises(ModelError):
+        await agent.run("go", session="s")
+    saved = await store.get("s")
+    assert saved is not None
+    assert roles(saved.contents) == ["user", "model", "user"]
+
+
+async def test_a_suspended_session_resumes_with_the_answer(http, mock, tmp_path):
+    question = {"questions": [{"question": "Ship?"}]}
+    script = Script(mock, [reply(call("question", question, id="q")), reply(text("Shipped."))])
+    tk = tn.build(root=tmp_path)
+    store = MemoryStore()
+    first = await make_agent(http, tk, store=store).run("ship it", session="s")
+    assert first.status == "pending"
+    saved = await store.get("s")
+    assert saved is not None and saved.pending is not None
+    assert saved.pending["request"]["id"] == first.pending["id"]  # type: ignore[index]
+    answer = {"id": first.pending["id"], "ok": True, "data": "yes"}  # type: ignore[index]
+    done = await make_agent(http, tk, store=store).run(session="s", answer=answer)
+    assert done.status == "completed"
+    assert json.loads(script.contents(1)[-1]["parts"][0]["functionResponse"]["response"]["output"])
+    saved = await store.get("s")
+    assert saved is not None and saved.pending is None
+
+
+async def test_a_new_prompt_moves_on_from_an_unanswered_question(http, mock, tmp_path):
+    question = {"questions": [{"question": "Ship?"}]}
+    script = Script(mock, [reply(call("question", question)), reply(text("OK, not shipping."))])
+    agent = make_agent(http, tn.build(root=tmp_path))
+    first = await agent.run("ship it", session="s")
+    assert first.status == "pending"
+    result = await agent.run("Never mind.", session="s")
+    assert result.status == "completed"
+    sent = script.contents(1)
+    response = sent[-2]["parts"][0]["functionResponse"]["response"]
+    assert response["isError"] is True
+    assert "pending" not in response
+    assert sent[-1] == {"role": "user", "parts": [{"text": "Never mind."}]}
+
+
+async def test_sqlite_sessions_survive_a_new_agent(http, mock, tmp_path):
+    path = tmp_path / "sessions.db"
+    script = Script(mock, [reply(text("one")), reply(text("two"))])
+    async with SqliteStore(path) as store:
+        await make_agent(http, store=store).run("first", session="x")
+    async with SqliteStore(path) as store:
+        result = await make_agent(http, store=store).run("second", session="x")
+    assert result.text == "two"
+    assert roles(script.contents(1)) == ["user", "model", "user"]
+
+
+async def test_two_runs_on_one_session_are_refused(http, mock):
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        entered.set()
+        await gate.wait()
+        return httpx.Response(200, json=reply(text("ok")))
+
+    mock.post(url__regex=r".*:generateContent$").mock(side_effect=slow)
+    agent = make_agent(http)
+    first = asyncio.ensure_future(agent.run("a", session="busy"))
+    await entered.wait()
+    with pytest.raises(SessionBusyError):
+        await agent.run("b", session="busy")
+    gate.set()
+    assert (await first).text == "ok"
+
+
+async def test_history_and_session_together_are_refused(http):
+    with pytest.raises(ConfigurationError, match="either history= or session="):
+        await make_agent(http).run("x", history=[], session="s")
