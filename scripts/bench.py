@@ -3,7 +3,7 @@
 
 One command, offline, a few minutes on two cores::
 
-    python scripts/bench.py                       # all scenarios, 30 runs after 5 warm-up
+    python scripts/bench.py                       # all scenarios, default run counts
     python scripts/bench.py --runs 10 --scenarios pair,long --json out.json
 
 A strict fake Gemini (``agent.testing.FakeGemini``, Gemini 3 style thought signatures)
@@ -42,13 +42,31 @@ IMPORT_AGENT_EXTRA_MS = 40.0
 BUILD_MS = 20.0
 DISCOVER_S = 1.0
 RSS_EXTRA_MIB = 10.0
+# Runs per scenario when --runs/--warmup are not given: a full run stays well under 5 minutes
+# on two busy cores (a `long` run is 61 round trips, a `fanout` run sleeps 100 ms).
+DEFAULT_RUNS = {"pair": 40, "fanout": 10, "wide": 20, "long": 6}
+DEFAULT_WARMUP = {"pair": 5, "fanout": 2, "wide": 3, "long": 1}
 
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.pop("PYTHONPROFILEIMPORTTIME", None)
+    # Measure imports as users see them, with compiled bytecode: an environment with
+    # PYTHONDONTWRITEBYTECODE would recompile every module in every fresh process. The cache
+    # goes to a private folder (primed once by `prime_bytecode`), not into the checkout.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE
     return env
+
+
+_PYCACHE = str(Path(tempfile.gettempdir()) / "toolnexus-bench-pycache")
+
+
+def prime_bytecode() -> None:
+    """Import everything the workers import once, so every measured process finds bytecode."""
+    code = "import google.genai, httpx, toolnexus, agent, agent.testing; toolnexus.build()"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), check=True)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -76,6 +94,10 @@ def start_server(timing: _Timing) -> Any:
     handler = server._server.RequestHandlerClass
 
     class TimedHandler(handler):  # type: ignore[misc,valid-type]
+        # Headers and body go out in two writes: without TCP_NODELAY the client's delayed
+        # ACK adds ~40 ms to every request (Nagle), which would swamp everything measured.
+        disable_nagle_algorithm = True
+
         def _serve(self) -> None:
             start = time.perf_counter_ns()
             super()._serve()
@@ -322,25 +344,30 @@ def table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print the table, write the JSON; always return 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--runs", type=int, default=30, help="measured runs per side [30]")
-    parser.add_argument("--warmup", type=int, default=5, help="warm-up runs per side [5]")
+    parser.add_argument(
+        "--runs", type=int, help="measured runs per side [pair 40, fanout 10, wide 20, long 6]"
+    )
+    parser.add_argument("--warmup", type=int, help="warm-up runs per side [pair 5, ... long 1]")
     parser.add_argument("--scenarios", default=",".join(sc.SCENARIOS), help="comma-separated")
     parser.add_argument("--json", default="bench-results.json", help="where to write the JSON")
     parser.add_argument("--repeats", type=int, default=5, help="import/build probe repeats [5]")
     parser.add_argument("--no-micro", action="store_true", help="skip import/build/skill probes")
+    parser.add_argument(
+        "--no-prime", action="store_true", help="skip compiling the bytecode cache first"
+    )
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = sorted(set(scenarios) - set(sc.SCENARIOS))
-    if unknown or args.runs < 1 or args.warmup < 0:
+    if unknown or (args.runs is not None and args.runs < 1) or (args.warmup or 0) < 0:
         parser.error(f"bad options: scenarios must be among {', '.join(sc.SCENARIOS)}, runs >= 1")
     began = time.perf_counter()
     results: dict[str, Any] = {
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
-        "runs": args.runs,
-        "warmup": args.warmup,
         "scenarios": {},
     }
+    if not args.no_prime:
+        prime_bytecode()
     timing = _Timing()
     server = start_server(timing)
     try:
@@ -348,9 +375,13 @@ def main(argv: list[str] | None = None) -> int:
             folder = Path(tmp)
             for scenario in scenarios:
                 print(f"running {scenario}...", file=sys.stderr, flush=True)
+                runs = args.runs if args.runs is not None else DEFAULT_RUNS[scenario]
+                warmup = args.warmup if args.warmup is not None else DEFAULT_WARMUP[scenario]
                 results["scenarios"][scenario] = bench_scenario(
-                    scenario, server.base_url, args.runs, args.warmup, folder, timing
+                    scenario, server.base_url, runs, warmup, folder, timing
                 )
+                results["scenarios"][scenario]["runs"] = runs
+                results["scenarios"][scenario]["warmup"] = warmup
             if not args.no_micro:
                 print("probing imports and toolkit build...", file=sys.stderr, flush=True)
                 results["imports"] = bench_imports(args.repeats)

@@ -1,0 +1,59 @@
+"""Smoke test of ``scripts/bench.py``: one tiny real run of the ``pair`` scenario.
+
+It starts the strict fake Gemini on 127.0.0.1 and two worker processes (raw SDK floor and
+``agent.Agent``), so it proves both loops complete a real conversation the fake accepts and
+that the JSON keeps its shape. The figures themselves are not asserted: this is no benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.timeout(60)
+def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench.py"),
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--scenarios",
+            "pair",
+            "--no-micro",
+            "--no-prime",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["fake_failures"] == []
+    pair = data["scenarios"]["pair"]
+    for impl in ("floor", "ours"):
+        side = pair[impl]
+        assert side["requests_per_run"] == 2
+        assert 0 < side["run_ms"]["p50"] <= side["run_ms"]["p95"]
+        assert side["request_ms"]["p50"] == pytest.approx(side["run_ms"]["p50"] / 2)
+        assert side["maxrss_mib"] > 10
+        assert side["init_ms"] > 0
+    assert pair["ratio"] == pytest.approx(
+        pair["ours"]["run_ms"]["p50"] / pair["floor"]["run_ms"]["p50"]
+    )
+    assert pair["target"] == 1.10 and isinstance(pair["met"], bool)
+    assert pair["server_request_ms"]["p50"] > 0
+    assert "pair" in done.stdout and "x floor" in done.stdout
