@@ -54,6 +54,7 @@ INSTALL_HINT = "pip install 'toolnexus-gemini[mcp]'"
 _STOP_GRACE = 10.0
 _MAX_PAGES = 1000
 _STDERR_TAIL = 800
+_CONNECTION_CLOSED = -32000  # the JSON-RPC code the SDK uses for a closed connection
 _KILL_WAIT = 2.0
 
 _T = TypeVar("_T")
@@ -111,6 +112,7 @@ class _Server:
         self.error: BaseException | None = None
         self.reason = ""
         self.pid: int | None = None
+        self._process: Any = None
         self.ever_connected = False
         self.exposed = 0
         self._errlog: IO[str] | None = None
@@ -204,6 +206,7 @@ class _Server:
         frame = getattr(getattr(manager, "gen", None), "ag_frame", None)
         process = frame.f_locals.get("process") if frame is not None else None
         self.pid = getattr(process, "pid", None)
+        self._process = process
         return streams
 
     def _http_client(self) -> Any:
@@ -293,6 +296,8 @@ class _Server:
         try:
             result = await session.call_tool(tool, args, read_timeout_seconds=self.config.timeout)
         except Exception as exc:
+            if getattr(exc, "code", None) == _CONNECTION_CLOSED:
+                self._lost(exc)
             message = f"MCP server {name!r}, tool {tool!r}: {_describe(exc)}"
             raise ToolError(redact(message, self.config.secrets)) from None
         text = "\n".join(_content_text(block) for block in result.content)
@@ -302,14 +307,25 @@ class _Server:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         return ToolResult(redact(text, self.config.secrets), metadata={"mcp_server": name})
 
+    def _lost(self, exc: BaseException) -> None:
+        """Mark a connection that broke mid-session (the server died or hung up)."""
+        if self.session is not None:
+            self.error = exc
+            self.session = None
+            self.reason = self._failure("connection lost")
+            logger.warning("MCP server %r: %s", self.config.name, self.reason)
+
     @property
     def status(self) -> McpServerStatus:
         """The server's current status."""
+        returncode = getattr(self._process, "returncode", None)
+        if self.session is not None and returncode is not None and not self._stop.is_set():
+            self._lost(ToolError(f"the server process exited with status {returncode}"))
         if self.session is not None:
             return McpServerStatus(
                 self.config.name, self.config.transport, "connected", "", self.exposed
             )
-        reason = self.reason or "not connected"
+        reason = self.reason or ("closed" if self._stop.is_set() else "not connected")
         return McpServerStatus(self.config.name, self.config.transport, "failed", reason)
 
 

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -65,6 +66,7 @@ def built(work_dir: Path) -> Iterator[tuple[Toolkit, float]]:
                 "env": {"DEMO_TOKEN": "${TOOLNEXUS_TEST_SECRET}", "DEMO_MODE": "test"},
                 "cwd": "srv",
             },
+            "victim": {"command": cmd("stdio"), "tools": {"pid": True, "echo": True}},
             "crashy": {"command": cmd("crash")},
             "hangs": {"command": cmd("hang"), "timeout": 1},
             "off": {"command": cmd("stdio"), "disabled": True},
@@ -105,7 +107,7 @@ def statuses(tk: Toolkit) -> dict[str, McpServerStatus]:
 
 def test_lists_every_page_of_tools_with_prefixed_names(built: tuple[Toolkit, float]) -> None:
     tk, _ = built
-    assert tk.names == tuple(f"demo_{name}" for name in ALL_TOOLS)
+    assert [n for n in tk.names if n.startswith("demo_")] == [f"demo_{n}" for n in ALL_TOOLS]
     echo = tk["demo_echo"]
     assert echo.source == "mcp"
     assert echo.description == "Echo the text back."
@@ -168,7 +170,7 @@ def test_a_server_that_hangs_is_bounded_by_its_timeout(built: tuple[Toolkit, flo
 def test_disabled_and_misconfigured_servers_have_a_status(built: tuple[Toolkit, float]) -> None:
     tk, _ = built
     all_status = statuses(tk)
-    assert set(all_status) == {"demo", "crashy", "hangs", "off", "not-on", "broken"}
+    assert list(all_status) == ["demo", "victim", "crashy", "hangs", "off", "not-on", "broken"]
     assert all_status["off"].state == "disabled"
     assert all_status["not-on"] == McpServerStatus(
         "not-on", "http", "disabled", "disabled in the configuration"
@@ -221,6 +223,7 @@ async def test_async_build_over_http_with_allowlist_headers_and_sse_fallback(
     # The SDK logs whole messages at debug level; the echoed secret is blanked there too.
     assert any("[redacted]" in record.getMessage() for record in caplog.records)
     assert not [r for r in caplog.records if SECRET in r.getMessage()]
+    assert statuses(tk)["web"] == McpServerStatus("web", "http", "failed", "closed")
     closed = await toolnexus.execute_async(tk, "web_add", {"a": 1, "b": 1})
     assert closed.is_error
     assert closed.output == "the MCP servers of this toolkit are closed"
@@ -315,3 +318,20 @@ def test_a_call_past_the_context_timeout_is_cancelled_and_the_server_stays_usabl
     assert slow.is_error
     assert slow.output == "Tool 'demo_sleep' timed out after 0.3 s."
     assert toolnexus.execute(tk, "demo_echo", {"text": "still here"}).output == "echo:\nstill here"
+
+
+def test_a_server_that_dies_mid_session_turns_failed(built: tuple[Toolkit, float]) -> None:
+    tk, _ = built
+    assert statuses(tk)["victim"].state == "connected"
+    pid = int(toolnexus.execute(tk, "victim_pid", {}).output)
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(500):
+        if statuses(tk)["victim"].state == "failed":
+            break
+        time.sleep(0.01)
+    victim = statuses(tk)["victim"]
+    assert victim.state == "failed"
+    assert victim.reason.startswith("connection lost: the server process exited with status")
+    result = toolnexus.execute(tk, "victim_echo", {"text": "anyone?"})
+    assert result.is_error
+    assert result.output.startswith("MCP server 'victim' is not connected: connection lost")
