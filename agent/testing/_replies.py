@@ -145,8 +145,8 @@ ReplyLike: TypeAlias = (
     | Mapping[str, Any]
     | Sequence[PartLike]
 )
-"""Anything a script entry or a model function may produce: a built reply, a plain string
-(a text answer) or a raw ``GenerateContentResponse`` dict."""
+"""Anything a script entry or a model function may produce: a built reply, a part or a list
+of parts (one model turn), a plain string (a text answer) or a raw response dict."""
 
 ModelFunction: TypeAlias = Callable[[dict[str, Any]], ReplyLike]
 """The model as a function: gets the parsed request body (camelCase keys), returns a reply."""
@@ -293,6 +293,8 @@ def error(
 
 def _default_message(status_code: int, status: str, retry_delay: float | str | None) -> str:
     if status_code == 429:
+        if isinstance(retry_delay, int | float):
+            retry_delay = f"{retry_delay:g}s"
         hint = f" Please retry in {retry_delay}." if retry_delay is not None else ""
         return "You exceeded your current quota, please check your plan and billing details." + hint
     if status_code == 503:

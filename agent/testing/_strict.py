@@ -181,8 +181,8 @@ class SignatureBook:
     so their echo is not asked for a signature.
     """
 
-    signed: dict[bytes, tuple[str | None, str]] = field(default_factory=dict)
-    """Signature bytes -> the (id, name) of the call it was put on."""
+    signed: dict[bytes, set[tuple[str | None, str]]] = field(default_factory=dict)
+    """Signature bytes -> the (id, name) of the calls it was put on."""
     unsigned: set[tuple[str | None, str]] = field(default_factory=set)
     """(id, name) of first calls of steps sent without a signature."""
 
@@ -197,7 +197,7 @@ class SignatureBook:
         if signature is None:
             self.unsigned.add(key)
         else:
-            self.signed[signature] = key
+            self.signed.setdefault(signature, set()).add(key)
 
 
 class _Invalid(Exception):
@@ -537,7 +537,7 @@ def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> No
         signature = decode_signature(raw)
         if raw in _DUMMY_SIGNATURES or signature in _DUMMY_BYTES:
             continue
-        if signature is None or book.signed.get(signature) != key:
+        if signature is None or key not in book.signed.get(signature, ()):
             raise _Invalid(
                 f"Invalid/Corrupted thought signature at contents[{index}] (function call "
                 f"{call['name']!r}): it is not a signature this model gave for that call."

@@ -271,6 +271,7 @@ async def test_http_errors_have_googles_body_shape() -> None:
     with pytest.raises(errors.ClientError) as caught:
         await client.aio.models.generate_content(model=MODEL, contents="hi")
     assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
+    assert caught.value.message and caught.value.message.endswith("Please retry in 37.5s.")
     details = caught.value.details["error"]["details"]
     assert details[0]["@type"] == "type.googleapis.com/google.rpc.QuotaFailure"
     assert details[0]["violations"][0]["quotaId"] == "GenerateRequestsPerDayPerProjectPerModel"
