@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import math
 import os
 import re
 import stat
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits, register
-from toolnexus._schema import schema_validator
-from toolnexus.builtins._patch import PatchError, parse_patch, plan_patch
+from toolnexus.builtins._common import MAX_PATH, builtin_tool, os_error, path_locks, whole_number
+from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
     TextFile,
@@ -42,7 +41,8 @@ from toolnexus.tool import Tool, ToolContext, ToolError
 
 __all__ = ["apply_patch_tool", "edit_tool", "read_tool", "write_tool"]
 
-_MAX_PATH = 4096
+_MOST_LINES = 1_000_000_000
+"""Largest ``offset`` / ``limit`` accepted by ``read``."""
 _LINE_PREFIX = re.compile(r"^\s*\d+\| ?", re.MULTILINE)
 
 
@@ -83,24 +83,12 @@ def apply_patch_schema() -> dict[str, Any]:
 
 def _resolve(ws: Workspace, path: str, *, write: bool = False) -> Path:
     """Resolve a tool path, turning every failure into a `ToolError` a model can read."""
-    if len(path) > _MAX_PATH:
-        raise ToolError(f"`path` is too long ({len(path)} characters; at most {_MAX_PATH}).")
+    if len(path) > MAX_PATH:
+        raise ToolError(f"`path` is too long ({len(path)} characters; at most {MAX_PATH}).")
     try:
         return ws.resolve(path, write=write)
     except (OSError, RuntimeError, ValueError) as exc:
         raise ToolError(f"Cannot use path {path!r}: {exc}") from None
-
-
-def _whole_number(args: dict[str, Any], name: str, default: int) -> int:
-    """Return a positive whole-number argument, or raise `ToolError` naming it."""
-    value = args.get(name)
-    if value is None:
-        return default
-    if not math.isfinite(value) or value != int(value):
-        raise ToolError(f"Invalid arguments: `{name}` must be a whole number, got {value}.")
-    if value < 1:
-        raise ToolError(f"Invalid arguments: `{name}` must be 1 or more, got {value:g}.")
-    return int(value)
 
 
 def _not_found(path: Path, shown: str) -> ToolError:
@@ -156,24 +144,6 @@ def _write(path: Path, data: bytes, shown: str) -> None:
         atomic_write(path, data)
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}.") from None
-
-
-def _os_error(exc: OSError) -> ToolError:
-    where = str(exc.filename or "the file")
-    if len(where) > 200:
-        where = f"{where[:200]}... ({len(where)} characters)"
-    return ToolError(f"Cannot access {where}: {exc.strerror or exc}.")
-
-
-def _tool(name: str, execute: Any, description: str, schema: dict[str, Any]) -> Tool:
-    def guarded(args: dict[str, Any], ctx: ToolContext) -> str:
-        try:
-            result: str = execute(args, ctx)
-        except OSError as exc:  # a race or an odd path (name too long, say)
-            raise _os_error(exc) from None
-        return result
-
-    return Tool(name, guarded, description, schema, "builtin", schema_validator(schema))
 
 
 # -- read -------------------------------------------------------------------------------
@@ -273,8 +243,8 @@ def read_tool(settings: BuiltinSettings) -> Tool:
     ws, limits = Workspace(settings), settings.limits
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> str:
-        offset = _whole_number(args, "offset", 1)
-        limit = _whole_number(args, "limit", limits.read_lines)
+        offset = whole_number(args, "offset", 1, _MOST_LINES)
+        limit = whole_number(args, "limit", limits.read_lines, _MOST_LINES)
         path = _resolve(ws, args["path"])
         shown = ws.display(path)
         _check_file(path, shown)
@@ -289,7 +259,7 @@ def read_tool(settings: BuiltinSettings) -> Tool:
         max_lines=limits.max_lines,
         max_bytes=limits.max_bytes,
     )
-    return _tool("read", execute, description, read_schema())
+    return builtin_tool("read", execute, description, read_schema())
 
 
 # -- write ------------------------------------------------------------------------------
@@ -327,21 +297,22 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         content: str = args["content"]
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give the path of a file to write.")
-        existing = TextFile("")
-        old_size: int | None = None
-        if path.exists():
-            old_size, existing = _style_of(path)
-            if existing.bom:
-                content = content.removeprefix(BOM)
-            content = match_line_endings(content, existing.text)
-        data = _encode(existing, content, shown)
-        _write(path, data, shown)
+        with path_locks([path]):
+            existing = TextFile("")
+            old_size: int | None = None
+            if path.exists():
+                old_size, existing = _style_of(path)
+                if existing.bom:
+                    content = content.removeprefix(BOM)
+                content = match_line_endings(content, existing.text)
+            data = _encode(existing, content, shown)
+            _write(path, data, shown)
         if old_size is None:
             return f"Wrote {len(data)} bytes to {shown} (new file)."
         kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
         return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
-    return _tool("write", execute, _WRITE_DESCRIPTION, write_schema())
+    return builtin_tool("write", execute, _WRITE_DESCRIPTION, write_schema())
 
 
 # -- edit -------------------------------------------------------------------------------
@@ -358,13 +329,18 @@ If the text is missing or ambiguous the call fails and the file is left unchange
 the file first."""
 
 
-def _line_numbers(text: str, needle: str, most: int = 5) -> list[int]:
+def _line_numbers(text: str, needle: str, most: int = 5) -> tuple[list[int], bool]:
+    """Return the distinct lines (at most ``most``) where ``needle`` starts, and if more."""
     numbers: list[int] = []
     start = 0
-    while len(numbers) < most and (at := text.find(needle, start)) >= 0:
-        numbers.append(text.count("\n", 0, at) + 1)
+    while (at := text.find(needle, start)) >= 0:
+        number = text.count("\n", 0, at) + 1
+        if not numbers or numbers[-1] != number:
+            if len(numbers) == most:
+                return numbers, True
+            numbers.append(number)
         start = at + max(len(needle), 1)
-    return numbers
+    return numbers, False
 
 
 def _absent(text: str, old: str, shown: str) -> ToolError:
@@ -385,11 +361,12 @@ def _replace(text: str, old: str, new: str, replace_all: bool, shown: str) -> tu
     count = text.count(old)
     if count == 0:
         raise _absent(text, old, shown)
-    lines = _line_numbers(text, old)
-    where = ", ".join(str(n) for n in lines) + (", ..." if count > len(lines) else "")
+    lines, more = _line_numbers(text, old)
+    where = ", ".join(str(n) for n in lines) + (", ..." if more else "")
     if count > 1 and not replace_all:
         raise ToolError(
-            f"`oldString` occurs {count} times in {shown} (lines {where}); the file is "
+            f"`oldString` occurs {count} times in {shown} "
+            f"(line{'s' if len(lines) > 1 else ''} {where}); the file is "
             "unchanged. Include more surrounding lines to make it unique, or set "
             "`replaceAll` to true to replace every occurrence."
         )
@@ -399,7 +376,7 @@ def _replace(text: str, old: str, new: str, replace_all: bool, shown: str) -> tu
     if crlf:
         result = result.replace("\n", "\r\n")
     noun = "occurrence" if count == 1 else "occurrences"
-    return result, f"replaced {count} {noun} (line{'s' if count > 1 else ''} {where})"
+    return result, f"replaced {count} {noun} (line{'s' if len(lines) > 1 else ''} {where})"
 
 
 @register("edit")
@@ -418,12 +395,13 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
             raise ToolError("`oldString` and `newString` are the same; nothing would change.")
         path = _resolve(ws, args["path"], write=True)
         shown = ws.display(path)
-        file, _ = _load(path, shown, settings.limits)
-        text, summary = _replace(file.text, old, new, bool(args.get("replaceAll")), shown)
-        _write(path, _encode(file, text, shown), shown)
+        with path_locks([path]):
+            file, _ = _load(path, shown, settings.limits)
+            text, summary = _replace(file.text, old, new, bool(args.get("replaceAll")), shown)
+            _write(path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
-    return _tool("edit", execute, _EDIT_DESCRIPTION, edit_schema())
+    return builtin_tool("edit", execute, _EDIT_DESCRIPTION, edit_schema())
 
 
 # -- apply_patch ------------------------------------------------------------------------
@@ -528,15 +506,25 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> str:
         files = _PatchFiles(ws, settings.limits)
-        try:
-            ops = parse_patch(args["patchText"])
-            plan = plan_patch(ops, files.read, files.resolve)
-            payloads = files.payloads(plan.changes)
-        except (PatchError, ToolError) as exc:
-            raise ToolError(f"Patch not applied; no file was changed. {exc}") from None
-        except OSError as exc:
-            raise ToolError(f"Patch not applied; no file was changed. {_os_error(exc)}") from None
-        files.commit(payloads)
+        with contextlib.ExitStack() as held:
+            try:
+                ops = parse_patch(args["patchText"])
+                touched = [Path(files.resolve(op.path)) for op in ops]
+                touched += [
+                    Path(files.resolve(op.move_to))
+                    for op in ops
+                    if isinstance(op, UpdateFile) and op.move_to is not None
+                ]
+                held.enter_context(path_locks(touched))
+                plan = plan_patch(ops, files.read, files.resolve)
+                payloads = files.payloads(plan.changes)
+            except (PatchError, ToolError) as exc:
+                raise ToolError(f"Patch not applied; no file was changed. {exc}") from None
+            except OSError as exc:
+                raise ToolError(
+                    f"Patch not applied; no file was changed. {os_error(exc)}"
+                ) from None
+            files.commit(payloads)
         return "Patch applied:\n" + "\n".join(plan.summary)
 
-    return _tool("apply_patch", execute, _PATCH_DESCRIPTION, apply_patch_schema())
+    return builtin_tool("apply_patch", execute, _PATCH_DESCRIPTION, apply_patch_schema())

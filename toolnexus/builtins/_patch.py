@@ -41,6 +41,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from toolnexus.builtins._common import MAX_PATH, clip
+
 __all__ = [
     "AddFile",
     "DeleteFile",
@@ -64,7 +66,6 @@ _EOF = "*** End of File"
 _UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
 _HEREDOC = re.compile(r"""^(?:apply_patch\s*)?<<-?\s*['"]?(\w+)['"]?\s*$""")
 _SHOWN_LINES = 30
-_MAX_PATH = 4096
 
 
 class PatchError(ValueError):
@@ -137,9 +138,9 @@ def _unwrap(text: str) -> list[str]:
     return lines
 
 
-def _clip(text: str, *, quote: bool = True, most: int = 200) -> str:
+def _shown(text: str, *, quote: bool = True) -> str:
     """Show ``text`` in an error message: quoted, and cut when very long."""
-    cut = text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
+    cut = clip(text, 200, "... ({length} characters)")
     return repr(cut) if quote else cut
 
 
@@ -151,7 +152,7 @@ def _header_path(line: str, prefix: str, number: int) -> str:
     path = line[len(prefix) :].strip()
     if not path:
         raise PatchError(f"patch line {number}: '{prefix}' needs a file path.")
-    if len(path) > _MAX_PATH:
+    if len(path) > MAX_PATH:
         raise PatchError(f"patch line {number}: the path is too long ({len(path)} characters).")
     return path
 
@@ -187,7 +188,7 @@ class _Parser:
             else:
                 raise PatchError(
                     f"patch line {number}: expected '*** Add File: ', '*** Update File: ', "
-                    f"'*** Delete File: ' or '*** End Patch', got {_clip(line)}."
+                    f"'*** Delete File: ' or '*** End Patch', got {_shown(line)}."
                 )
         if not ops:
             raise PatchError("The patch changes no files.")
@@ -199,7 +200,7 @@ class _Parser:
             if not line.startswith("+"):
                 raise PatchError(
                     f"patch line {number}: every line of '*** Add File: {path}' must start "
-                    f"with '+', got {_clip(line)}."
+                    f"with '+', got {_shown(line)}."
                 )
             content.append(line[1:])
         return AddFile(path, "".join(f"{line}\n" for line in content))
@@ -209,7 +210,7 @@ class _Parser:
             if line.strip():
                 raise PatchError(
                     f"patch line {number}: '*** Delete File: {path}' takes no lines, "
-                    f"got {_clip(line)}."
+                    f"got {_shown(line)}."
                 )
         return DeleteFile(path)
 
@@ -263,7 +264,7 @@ def _parse_hunks(path: str, block: list[tuple[int, str]]) -> list[Hunk]:
         else:
             raise PatchError(
                 f"patch line {number}: a hunk line of '{path}' must start with ' ' (context), "
-                f"'-' (remove) or '+' (add), got {_clip(line)}."
+                f"'-' (remove) or '+' (add), got {_shown(line)}."
             )
     if lines or anchors:
         finish()
@@ -356,7 +357,7 @@ def _mismatch(path: str, number: int, hunk: Hunk) -> PatchError:
     if hunk.end_of_file:
         where += " at the end of the file"
     old = hunk.old
-    shown = "\n".join(f"    {_clip(line, quote=False)}" for line in old[:_SHOWN_LINES])
+    shown = "\n".join(f"    {_shown(line, quote=False)}" for line in old[:_SHOWN_LINES])
     if len(old) > _SHOWN_LINES:
         shown += f"\n    ... ({len(old) - _SHOWN_LINES} more lines)"
     return PatchError(
@@ -396,7 +397,7 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "the file") -> str
             at = _find_anchor(bodies, anchor, start)
             if at is None:
                 raise PatchError(
-                    f"{path}: hunk {number}: the anchor line {_clip(anchor)} (from '@@') was not "
+                    f"{path}: hunk {number}: the anchor line {_shown(anchor)} (from '@@') was not "
                     "found" + (" after the previous hunk." if start else ".")
                 )
             anchor_at, start = at, at + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -525,3 +526,57 @@ def test_special_files_and_oversized_loads_are_refused(tmp_path: Path) -> None:
     message = err(tk, "edit", path="big.txt", oldString="0", newString="x", replaceAll=True)
     assert "big.txt is 30 bytes, more than the 10 bytes" in message
     assert ok(tk, "read", path="big.txt").startswith("00001| 0123")  # read streams instead
+
+
+# -- concurrent calls on one file --------------------------------------------------------
+
+FILLER = "filler line\n" * 200_000  # a file big enough that unlocked edits overlap
+
+
+async def test_concurrent_edits_of_one_file_keep_both(tmp_path: Path, tk: Toolkit) -> None:
+    target = tmp_path / "big.txt"
+    for _ in range(4):
+        target.write_text("AAA\n" + FILLER + "BBB\n")
+        first, second = await asyncio.gather(
+            tn.execute_async(tk, "edit", {"path": "big.txt", "oldString": "AAA", "newString": "a"}),
+            tn.execute_async(tk, "edit", {"path": "big.txt", "oldString": "BBB", "newString": "b"}),
+        )
+        assert not first.is_error and not second.is_error
+        assert target.read_text() == "a\n" + FILLER + "b\n"
+
+
+async def test_concurrent_patch_and_edit_keep_both(tmp_path: Path, tk: Toolkit) -> None:
+    big, other = tmp_path / "big.txt", tmp_path / "other.txt"
+    for _ in range(2):
+        big.write_text("AAA\n" + FILLER + "BBB\n")
+        other.write_text("one\n")
+        patch_text = patch(
+            "*** Update File: other.txt", "-one", "+two", "*** Update File: big.txt", "-BBB", "+b"
+        )
+        patched, edited = await asyncio.gather(
+            tn.execute_async(tk, "apply_patch", {"patchText": patch_text}),
+            tn.execute_async(tk, "edit", {"path": "big.txt", "oldString": "AAA", "newString": "a"}),
+        )
+        assert not patched.is_error, patched.output
+        assert not edited.is_error, edited.output
+        assert big.read_text() == "a\n" + FILLER + "b\n"
+        assert other.read_text() == "two\n"
+
+
+def test_huge_offsets_and_limits_name_the_field(tmp_path: Path, tk: Toolkit) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    message = err(tk, "read", path="a.txt", offset=10**400)
+    assert "`offset` must be at most 1000000000, got about 1e400" in message
+    assert "`limit` must be at most" in err(tk, "read", path="a.txt", limit=10**400)
+    assert "`limit` must be 1 or more, got about -1e400" in err(
+        tk, "read", path="a.txt", limit=-(10**400)
+    )
+    assert "`offset` must be at most" in err(tk, "read", path="a.txt", offset=1e300)
+
+
+def test_ambiguous_edit_on_one_line_names_the_line_once(tmp_path: Path, tk: Toolkit) -> None:
+    (tmp_path / "a.txt").write_text("x = x + x\nend\n")
+    message = err(tk, "edit", path="a.txt", oldString="x", newString="y")
+    assert "occurs 3 times in a.txt (line 1); the file is unchanged" in message
+    out = ok(tk, "edit", path="a.txt", oldString="x", newString="y", replaceAll=True)
+    assert out == "Edited a.txt: replaced 3 occurrences (line 1)."
