@@ -179,7 +179,7 @@ class Agent:
                                                  "data": "yes"})
         """
         result: RunResult | None = None
-        async for event in self._events(prompt, history, answer, session):
+        async for event in self._events(prompt, history, answer, session, streaming=False):
             if isinstance(event, Done):
                 result = event.result
         assert result is not None
@@ -228,9 +228,20 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Yield the run's events as they happen; the last one is `Done` with the result.
 
-        Takes the same arguments as `run`.
+        Takes the same arguments as `run` and runs the same loop, over Gemini's streaming
+        endpoint: text and thoughts arrive as `TextDelta` / `Thought` pieces while the model
+        writes. If a model call fails part-way and is retried, a `Retry` event comes before
+        the new attempt's pieces: the pieces of the failed attempt are void.
+
+        Example::
+
+            async for event in agent.stream("Summarise README.md"):
+                if isinstance(event, TextDelta):
+                    print(event.text, end="", flush=True)
+                elif isinstance(event, Done):
+                    print(event.result.status)
         """
-        async for event in self._events(prompt, history, answer, session):
+        async for event in self._events(prompt, history, answer, session, streaming=True):
             yield event
 
     @property
@@ -248,9 +259,12 @@ class Agent:
         history: Sequence[Any] | None,
         answer: Answer | None,
         session: str | None,
+        *,
+        streaming: bool,
     ) -> AsyncIterator[Event]:
         if session is None:
-            async for event in self._drive(Run(self._settings, prompt, history, answer)):
+            run = Run(self._settings, prompt, history, answer, streaming=streaming)
+            async for event in self._drive(run):
                 yield event
             return
         if history is not None:
@@ -266,7 +280,8 @@ class Agent:
 
         async with session_lock(store, session):
             saved = await store.get(session)
-            run = Run(self._settings, prompt, saved.contents if saved else None, answer, save)
+            history = saved.contents if saved else None
+            run = Run(self._settings, prompt, history, answer, save, streaming=streaming)
             async for event in self._drive(run):
                 yield event
 

@@ -15,6 +15,7 @@ Wire choices made here:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -33,6 +34,7 @@ from agent.errors import ConfigurationError
 from toolnexus import Request
 
 __all__ = [
+    "Assembler",
     "Call",
     "Clients",
     "Config",
@@ -352,12 +354,98 @@ async def stream(
     contents: list[types.Content],
     config: types.GenerateContentConfig,
 ) -> AsyncIterator[types.GenerateContentResponse]:
-    """Make one ``streamGenerateContent`` call and yield its chunks."""
+    """Make one ``streamGenerateContent`` call and yield its chunks.
+
+    The HTTP response is closed when the caller stops early (an error or a cancellation).
+    """
     chunks = await client.aio.models.generate_content_stream(
         model=model, contents=contents, config=config
     )
-    async for chunk in chunks:
-        yield chunk
+    async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+        async for chunk in chunks:
+            yield chunk
+
+
+class Assembler:
+    """Builds one response from the chunks of a streamed turn.
+
+    Every part of every chunk is kept, in order: function calls arrive whole and several may
+    share a chunk; an empty text part that carries a thought signature is kept. Adjacent
+    text pieces are joined into one part when neither carries a signature and both have the
+    same ``thought`` flag, so a streamed turn is echoed back as compactly as a unary one.
+    ``finishReason`` and ``usageMetadata`` come from the last chunk that has them (usage is
+    cumulative), ``promptFeedback`` from the first.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[types.Part] = []
+        self.finish_reason: Any = None
+        self.usage: types.GenerateContentResponseUsageMetadata | None = None
+        self.feedback: types.GenerateContentResponsePromptFeedback | None = None
+        self.model_version: str | None = None
+        self.response_id: str | None = None
+        self.has_content = False
+
+    def add(self, chunk: types.GenerateContentResponse) -> list[tuple[str, bool]]:
+        """Take one chunk; return its new ``(text, is_thought)`` pieces to report."""
+        if chunk.prompt_feedback is not None and self.feedback is None:
+            self.feedback = chunk.prompt_feedback
+        if chunk.usage_metadata is not None:
+            self.usage = chunk.usage_metadata
+        self.model_version = chunk.model_version or self.model_version
+        self.response_id = chunk.response_id or self.response_id
+        candidate = chunk.candidates[0] if chunk.candidates else None
+        if candidate is None:
+            return []
+        if candidate.finish_reason is not None:
+            self.finish_reason = candidate.finish_reason
+        if candidate.content is None:
+            return []
+        self.has_content = True
+        pieces: list[tuple[str, bool]] = []
+        for part in candidate.content.parts or ():
+            if part.text:
+                pieces.append((part.text, bool(part.thought)))
+            self._keep(part)
+        return pieces
+
+    def _keep(self, part: types.Part) -> None:
+        last = self.parts[-1] if self.parts else None
+        if (
+            last is not None
+            and _plain_text(last)
+            and _plain_text(part)
+            and bool(last.thought) == bool(part.thought)
+        ):
+            self.parts[-1] = types.Part.model_construct(
+                text=(last.text or "") + (part.text or ""), thought=last.thought
+            )
+        else:
+            self.parts.append(part)
+
+    def response(self) -> types.GenerateContentResponse:
+        """Return the assembled response, shaped like a unary one."""
+        candidates = None
+        if self.has_content or self.finish_reason is not None:
+            content = types.Content(role="model", parts=self.parts) if self.has_content else None
+            candidates = [types.Candidate(content=content, finish_reason=self.finish_reason)]
+        return types.GenerateContentResponse(
+            candidates=candidates,
+            prompt_feedback=self.feedback,
+            usage_metadata=self.usage,
+            model_version=self.model_version,
+            response_id=self.response_id,
+        )
+
+
+def _plain_text(part: types.Part) -> bool:
+    """Tell whether ``part`` is text with nothing else on it (no signature, no other data)."""
+    if part.text is None or part.thought_signature is not None:
+        return False
+    return not (set(part.model_fields_set) - {"text", "thought"}) and all(
+        getattr(part, name) is None
+        for name in ("function_call", "function_response", "inline_data", "file_data")
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,6 @@ class Settings:
     repeat_limit: int
     tool_timeout: float | None
     client: Callable[[], _gemini.Clients]
-    streaming: bool = False
 
 
 async def _maybe(value: T | Awaitable[T]) -> T:
@@ -86,8 +85,11 @@ class Run:
         history: Sequence[Any] | None,
         answer: Answer | None,
         save: Checkpoint | None = None,
+        *,
+        streaming: bool = False,
     ) -> None:
         self.s = settings
+        self.streaming = streaming
         self._save = save
         self.answer = answer
         self.contents: list[_gemini.Content] = _gemini.to_contents(history or ())
@@ -187,7 +189,7 @@ class Run:
         if reply.model_version:
             self.model_version = reply.model_version
         events: list[Event] = [UsageEvent(self.turns, reply.usage, self.usage)]
-        if not self.s.streaming:
+        if not self.streaming:
             events.extend(Thought(text, self.turns) for text in reply.thoughts)
             events.extend(TextDelta(text, self.turns) for text in reply.texts)
         return events
@@ -242,9 +244,8 @@ class Run:
         self._attempts = 1
         replay: list[Exception] = []
         try:
-            self._response = await _gemini.generate(
-                genai_client, request.model, request.contents, request.config
-            )
+            async for event in self._attempt(genai_client, request):
+                yield event
             return
         except Exception as exc:
             info = _gemini.error_info(exc)
@@ -258,9 +259,23 @@ class Run:
                 if replay:
                     raise replay.pop()
                 self._attempts += 1
-                self._response = await _gemini.generate(
-                    genai_client, request.model, request.contents, request.config
-                )
+                async for event in self._attempt(genai_client, request):
+                    yield event
+
+    async def _attempt(self, client: Any, request: ModelRequest) -> AsyncIterator[Event]:
+        """One model call: unary, or streamed with text reported as it arrives."""
+        if not self.streaming:
+            self._response = await _gemini.generate(
+                client, request.model, request.contents, request.config
+            )
+            return
+        assembler = _gemini.Assembler()
+        turn = self.turns + 1
+        chunks = _gemini.stream(client, request.model, request.contents, request.config)
+        async for chunk in chunks:
+            for piece, thought in assembler.add(chunk):
+                yield Thought(piece, turn) if thought else TextDelta(piece, turn)
+        self._response = assembler.response()
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
         retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)

@@ -21,22 +21,38 @@ KEY = "AIzaTEST-secret-key-0123456789"
 """A fake API key that must never show up in logs, errors or transcripts."""
 
 GENERATE = r".*/models/[^/]+:generateContent$"
+STREAM = r".*/models/[^/]+:streamGenerateContent\?alt=sse$"
 
-ScriptItem = dict[str, Any] | httpx.Response | Exception
+ScriptItem = dict[str, Any] | list[dict[str, Any]] | httpx.Response | Exception
+"""A response body; for streaming, a list of chunk bodies; an HTTP response; or an error."""
+
+
+def sse(*chunks: dict[str, Any]) -> httpx.Response:
+    """A streamGenerateContent answer: one ``data:`` event per chunk."""
+    body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks)
+    return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
 
 class Script:
-    """Serve ``items`` one per request on the generateContent route; record each body."""
+    """Serve ``items`` one per request (unary or streamed); record each body.
+
+    A dict answers a unary request as JSON and a streamed one as a single SSE chunk; a list
+    of dicts is sent as that many SSE chunks.
+    """
 
     def __init__(self, mock: respx.MockRouter, items: Iterable[ScriptItem]) -> None:
         self.items = list(items)
         self.bodies: list[dict[str, Any]] = []
         self.headers: list[httpx.Headers] = []
+        self.kinds: list[str] = []
         self.route = mock.post(url__regex=GENERATE).mock(side_effect=self._serve)
+        self.stream_route = mock.post(url__regex=STREAM).mock(side_effect=self._serve)
 
     def _serve(self, request: httpx.Request) -> httpx.Response:
         self.bodies.append(json.loads(request.content))
         self.headers.append(request.headers)
+        streamed = request.url.path.endswith(":streamGenerateContent")
+        self.kinds.append("stream" if streamed else "unary")
         if not self.items:
             raise AssertionError("the model was called more often than scripted")
         item = self.items.pop(0)
@@ -44,7 +60,10 @@ class Script:
             raise item
         if isinstance(item, httpx.Response):
             return item
-        return httpx.Response(200, json=item)
+        if isinstance(item, list):
+            assert streamed, "a list of chunks answers a streamed request only"
+            return sse(*item)
+        return sse(item) if streamed else httpx.Response(200, json=item)
 
     def contents(self, turn: int) -> list[dict[str, Any]]:
         """The ``contents`` sent on request ``turn`` (0-based)."""

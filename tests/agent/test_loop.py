@@ -13,7 +13,7 @@ import httpx
 import pytest
 import respx
 
-from agent import Agent, ConfigurationError, ToolDeclarationWarning
+from agent import Agent, ConfigurationError, Hooks, ToolDeclarationWarning
 from agent.events import Done, TextDelta, ToolCall, ToolResultEvent, UsageEvent
 from tests.agent._loop_support import (
     KEY,
@@ -281,15 +281,31 @@ async def test_stream_yields_typed_events_from_the_same_loop(http, mock):
         "UsageEvent",
         "ToolCall",
         "ToolResultEvent",
-        "UsageEvent",
         "TextDelta",
+        "UsageEvent",
         "Done",
     ]
     assert isinstance(events[1], ToolCall) and events[1].id == "1"
     assert isinstance(events[2], ToolResultEvent) and events[2].result.output == "echo:a"
-    assert isinstance(events[3], UsageEvent) and events[3].total.total == 2
-    assert isinstance(events[4], TextDelta) and events[4].text == "bye"
+    assert isinstance(events[3], TextDelta) and events[3].text == "bye"
+    assert isinstance(events[4], UsageEvent) and events[4].total.total == 2
     assert isinstance(events[-1], Done) and events[-1].result.status == "completed"
+
+
+async def test_run_emits_the_same_event_kinds_in_unary_mode(http, mock):
+    script = Script(mock, [reply(text("hello"), meta=usage(1, 1, 2))])
+    agent = make_agent(http)
+    seen: list[str] = []
+
+    def spy(request, response):
+        seen.append(type(response).__name__)
+
+    agent_with_spy = make_agent(http, hooks=Hooks(after_model=spy))
+    result = await agent_with_spy.run("hi")
+    assert result.text == "hello"
+    assert script.kinds == ["unary"]
+    assert seen == ["GenerateContentResponse"]
+    assert agent.model == "gemini-2.5-flash"
 
 
 async def test_the_api_key_never_leaks(http, mock, caplog):
@@ -348,7 +364,7 @@ async def test_base_url_from_the_environment(monkeypatch, http, mock):
 
 
 def test_run_sync_works_twice_on_the_default_client():
-    with respx.mock() as router:
+    with respx.mock(assert_all_called=False) as router:
         script = Script(router, [reply(text("one")), reply(text("two"))])
         agent = Agent(api_key=KEY)
         assert agent.run_sync("a").text == "one"
