@@ -126,7 +126,7 @@ async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
             text.clear()
 
     async for event in agent.stream(prompt):
-        if not isinstance(event, TextDelta | Done):
+        if isinstance(event, Thought | ToolCall | ToolResultEvent | Retry):
             flush()
         if isinstance(event, TextDelta | Thought | ToolCall) and event.turn != turn:
             flush()
