@@ -74,7 +74,8 @@ def script() -> FakeGemini:
 def check_run(fake: FakeGemini, result: Any) -> None:
     assert result.status == "completed"
     assert result.text == "2 + 3 = 5 and Paris is sunny."
-    assert [call.name for call in result.tool_calls] == ["calc_add", "weather"]
+    # Both calls ran in the same turn (they may finish in either order).
+    assert sorted(call.name for call in result.tool_calls) == ["calc_add", "weather"]
     assert all(call.turn == 1 for call in result.tool_calls)
     fake.assert_consumed()
     declared = {
