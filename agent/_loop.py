@@ -166,9 +166,11 @@ class Run:
         self._malformed = self._empty = 0
         if reply.content is not None and reply.content.parts:
             self._append(reply.content)
-        if kind is Kind.BLOCKED:
-            return self.result("blocked", reason=reason, text=reply.text)
-        if kind is Kind.MAX_TOKENS:
+        if kind is Kind.BLOCKED or kind is Kind.MAX_TOKENS:
+            if reply.calls:  # never run, but answered so the transcript stays valid history
+                self._refuse(reply.calls, f"Not run: the turn ended with {reason}.")
+            if kind is Kind.BLOCKED:
+                return self.result("blocked", reason=reason, text=reply.text)
             return self.result("incomplete", limit="max_tokens", reason=reason, text=reply.text)
         if kind is Kind.FINAL:
             return self.result("completed", text=reply.text)
@@ -176,7 +178,11 @@ class Run:
         self._repeats = self._repeats + 1 if signature == self._last_calls else 1
         self._last_calls = signature
         if self._repeats >= self.s.repeat_limit:
-            self._refuse_repeated(reply.calls)
+            self._refuse(
+                reply.calls,
+                f"Not run: this exact call was made {self.s.repeat_limit} turns in a row, "
+                "so the run was stopped.",
+            )
             return self.result("incomplete", limit="repeated_call")
         return None
 
@@ -370,16 +376,10 @@ class Run:
             )
         return result
 
-    def _refuse_repeated(self, calls: Sequence[_gemini.Call]) -> None:
-        """Answer a turn the breaker stopped, so the transcript stays a valid history."""
-        note = (
-            f"Not run: this exact call was made {self.s.repeat_limit} turns in a row, "
-            "so the run was stopped."
-        )
-        refused = ToolResult(note, is_error=True)
-        self._append(
-            _gemini.function_responses([(call.id, call.name, _response(refused)) for call in calls])
-        )
+    def _refuse(self, calls: Sequence[_gemini.Call], note: str) -> None:
+        """Answer calls that are not run with an error, so the transcript stays valid history."""
+        refused = _response(ToolResult(note, is_error=True))
+        self._append(_gemini.function_responses([(c.id, c.name, refused) for c in calls]))
 
     # -- suspension -------------------------------------------------------------------------
 

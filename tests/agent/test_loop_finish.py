@@ -79,10 +79,16 @@ async def test_withheld_output_is_blocked_with_the_reason(http, mock, reason):
 
 
 async def test_calls_in_a_safety_stopped_turn_are_not_run(http, mock):
-    Script(mock, [reply(call("echo", {"text": "x"}), finish="SAFETY")])
+    Script(mock, [reply(call("echo", {"text": "x"}, id="c"), finish="SAFETY")])
     result = await make_agent(http, echo_toolkit()).run("go")
     assert (result.status, result.reason) == ("blocked", "SAFETY")
     assert result.tool_calls == ()
+    # The turn is kept and answered, so the transcript stays usable as history.
+    assert result.contents[-1]["parts"][0]["functionResponse"] == {
+        "id": "c",
+        "name": "echo",
+        "response": {"output": "Not run: the turn ended with SAFETY.", "isError": True},
+    }
 
 
 async def test_prompt_block_reason_is_blocked(http, mock):
