@@ -118,34 +118,45 @@ async def _play(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
 async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
     result: RunResult | None = None
     turn = 0
-    text: list[str] = []  # a turn's text is printed whole, labelled "answer" if it is the answer
+    # Streamed text and thoughts arrive in pieces: print each run of them whole, and label
+    # the last turn's text as the answer.
+    kind: list[str] = [""]
+    pieces: list[str] = []
 
-    def flush(label: str = "model> ") -> None:
-        if text:
-            say.block(label, "".join(text))
-            text.clear()
+    def flush(label: str | None = None) -> None:
+        if pieces:
+            say.block(label or kind[0], "".join(pieces))
+            pieces.clear()
+
+    def collect(label: str, piece: str) -> None:
+        if kind[0] != label:
+            flush()
+            kind[0] = label
+        pieces.append(piece)
 
     async for event in agent.stream(prompt):
-        if isinstance(event, Thought | ToolCall | ToolResultEvent | Retry):
-            flush()
         if isinstance(event, TextDelta | Thought | ToolCall) and event.turn != turn:
             flush()
             turn = event.turn
             say.line(f"\n--- turn {turn} ---")
         if isinstance(event, TextDelta):
-            text.append(event.text)
+            collect("model> ", event.text)
         elif isinstance(event, Thought):
-            say.block("model (thinking)> ", event.text)
+            collect("model (thinking)> ", event.text)
         elif isinstance(event, ToolCall):
+            flush()
             say.line(f"tool call> {event.name} {json.dumps(event.args, ensure_ascii=False)}")
         elif isinstance(event, ToolResultEvent):
+            flush()
             label = "tool error" if event.result.is_error else "tool result"
             say.block(f"{label} ({event.call.name})> ", _clip(event.result.output))
         elif isinstance(event, Retry):
+            flush()
             say.line(f"(retrying the model call: {event.status}, after {event.delay:.1f} s)")
         elif isinstance(event, Done):
             result = event.result
-    flush("answer> " if result is not None and result.status == "completed" else "model> ")
+    answered = result is not None and result.status == "completed" and kind[0] == "model> "
+    flush("answer> " if answered else None)
     return result
 
 

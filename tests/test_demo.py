@@ -22,6 +22,8 @@ def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
     assert run_demo(out, transport=transport) == 0  # type: ignore[arg-type]
     transcript = out.getvalue()
     assert "No API key and no network are used." in transcript
+    thinking = "model (thinking)> The user wants a greeting, and there is a skill for that."
+    assert thinking in transcript, "streamed thought pieces are printed whole"
     assert 'tool call> skill {"name": "hello-world"}' in transcript
     assert 'tool result (skill)> <skill_content name="hello-world">' in transcript
     assert "tool call> read " in transcript and "/scripts/greet.sh" in transcript
