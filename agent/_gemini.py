@@ -19,7 +19,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -353,7 +353,7 @@ async def stream(
     model: str,
     contents: list[types.Content],
     config: types.GenerateContentConfig,
-) -> AsyncIterator[types.GenerateContentResponse]:
+) -> AsyncGenerator[types.GenerateContentResponse, None]:
     """Make one ``streamGenerateContent`` call and yield its chunks.
 
     The HTTP response is closed when the caller stops early (an error or a cancellation).

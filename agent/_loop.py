@@ -9,6 +9,7 @@ same classification, execution and decision steps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -278,9 +279,10 @@ class Run:
         assembler = _gemini.Assembler()
         turn = self.turns + 1
         chunks = _gemini.stream(client, request.model, request.contents, request.config)
-        async for chunk in chunks:
-            for piece, thought in assembler.add(chunk):
-                yield Thought(piece, turn) if thought else TextDelta(piece, turn)
+        async with contextlib.aclosing(chunks):
+            async for chunk in chunks:
+                for piece, thought in assembler.add(chunk):
+                    yield Thought(piece, turn) if thought else TextDelta(piece, turn)
         self._response = assembler.response()
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
@@ -297,7 +299,7 @@ class Run:
         ]
         for call in tool_calls:
             yield call
-        results: list[ToolResult | None] = [None] * len(tool_calls)
+        results: list[tuple[dict[str, Any], ToolResult] | None] = [None] * len(tool_calls)
         tasks = {
             asyncio.ensure_future(self._run_call(call)): i for i, call in enumerate(tool_calls)
         }
@@ -308,13 +310,15 @@ class Run:
                 for task in sorted(done, key=tasks.__getitem__):
                     i = tasks[task]
                     results[i] = task.result()
-                    yield ToolResultEvent(tool_calls[i], task.result())
+                    yield ToolResultEvent(tool_calls[i], task.result()[1])
         finally:
             for task in tasks:
                 task.cancel()
         responses = []
-        for call, result in zip(tool_calls, results, strict=True):
-            assert result is not None
+        for call, outcome in zip(tool_calls, results, strict=True):
+            assert outcome is not None
+            args, result = outcome
+            self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
             pending = result.pending
             if pending is not None:
                 yield Pending(pending, call)
@@ -323,10 +327,11 @@ class Run:
 
     async def _run_call(
         self, call: ToolCall, answered: tuple[Request, Answer] | None = None
-    ) -> ToolResult:
+    ) -> tuple[dict[str, Any], ToolResult]:
         """One call: before-tool hook, the tool, an inline answer if asked, after-tool hook.
 
         ``answered`` re-runs a call that suspended in an earlier run with its answer.
+        Returns the arguments the tool ran with and its result.
         """
         hooks = self.s.hooks
         args: dict[str, Any] = call.args
@@ -349,8 +354,7 @@ class Run:
             changed = await _maybe(hooks.after_tool(call, result))
             if changed is not None:
                 result = changed
-        self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-        return result
+        return args, result
 
     async def _tool(
         self, call: ToolCall, args: dict[str, Any], answer: Answer | None
@@ -431,7 +435,8 @@ class Run:
             else:
                 still = still or (request, call)
                 continue
-            result = await self._run_call(call, (request, reply))
+            args, result = await self._run_call(call, (request, reply))
+            self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
             self._replace_last(
                 _gemini.replace_response(self.contents[-1], index, _response(result))
             )
