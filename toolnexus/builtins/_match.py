@@ -24,7 +24,11 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
+from toolnexus.builtins._text import decode_text
+from toolnexus.builtins._text import looks_binary as is_binary
+
 __all__ = [
+    "GENERATED_DIRS",
     "VCS_DIRS",
     "GlobPattern",
     "compile_glob",
@@ -38,7 +42,23 @@ __all__ = [
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul", ".fossil"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
 
-_BINARY_SNIFF = 8192
+GENERATED_DIRS = frozenset(
+    {
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+    }
+)
+"""Dependency, cache and environment directories ``glob`` and ``grep`` skip by default.
+
+They are entered only when the search ``path`` itself lies inside one of them.
+"""
 
 
 def _class_end(pattern: str, start: int) -> int:
@@ -170,21 +190,6 @@ def path_sort_key(relative_path: str) -> tuple[str, ...]:
 def sort_paths(paths: Iterable[str]) -> list[str]:
     """Return ``paths`` in the deterministic order the tools report them."""
     return sorted(paths, key=path_sort_key)
-
-
-def is_binary(head: bytes) -> bool:
-    """Tell whether the first bytes of a file look binary (they contain a NUL byte)."""
-    return b"\x00" in head[:_BINARY_SNIFF]
-
-
-def decode_text(data: bytes) -> str | None:
-    """Decode ``data`` as UTF-8 text, or return ``None`` for binary or undecodable data."""
-    if is_binary(data):
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
 
 
 def matching_lines(text: str, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:

@@ -1,30 +1,30 @@
 """The ``grep`` and ``glob`` built-in tools: search file names and contents in the workspace.
 
 Both walk the search directory in a deterministic order (sorted path segments), never
-enter version-control directories (``.git``, ``.hg``, ``.svn``, ...), follow symlinks
-but, when confined, skip anything that resolves outside the workspace (and the
-read-only skill directories), and cap their output.
+enter version-control directories (``.git``, ``.hg``, ``.svn``, ...), and skip the
+dependency, cache and environment directories in `GENERATED_DIRS` (``node_modules``,
+``.venv``, ``venv``, ``__pycache__``, ``.mypy_cache``, ``.pytest_cache``, ``.ruff_cache``,
+``.tox``, ``.nox``) unless the search ``path`` is inside one of them. They follow symlinks
+but visit each real directory once, and, when confined, skip anything that resolves
+outside the workspace (and the read-only skill directories). Output is capped.
 """
 
 from __future__ import annotations
 
-import copy
-import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, register
-from toolnexus._schema import schema_validator
+from toolnexus.builtins._common import builtin_tool, clip, whole_number
 from toolnexus.builtins._match import (
+    GENERATED_DIRS,
     VCS_DIRS,
     GlobPattern,
     decode_text,
     matching_lines,
-    path_sort_key,
 )
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
@@ -33,6 +33,7 @@ from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
 __all__ = ["glob_tool", "grep_tool"]
 
 DEFAULT_LIMIT = 100
+_MOST_RESULTS = 1_000_000_000
 
 GREP_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -64,7 +65,8 @@ Arguments: `pattern` (regex, required); `path` (file or directory to search, def
 workspace root); `include` (glob filter on file names, e.g. "*.py", "*.{py,md}", \
 "src/**/*.ts"); `limit` (maximum matching lines, default 100).
 Output: one `file:line:text` line per match, paths relative to the workspace, sorted by \
-path then line. Binary and non-UTF-8 files and version-control directories are skipped."""
+path then line. Binary and non-UTF-8 files are skipped, and so are version-control \
+directories and {generated} unless `path` points inside one."""
 
 _GLOB_DESCRIPTION = """\
 Find files by name with a glob pattern.
@@ -72,61 +74,75 @@ Find files by name with a glob pattern.
 Arguments: `pattern` (required; `*`, `?`, `**` for any depth, `[ab]`, `{py,md}`; a pattern \
 without "/" matches file names at any depth, e.g. "*.py"); `path` (directory to search, \
 default the workspace root); `limit` (maximum paths, default 100).
-Output: matching file paths relative to the workspace, one per line, sorted."""
+Output: matching file paths relative to the workspace, one per line, sorted. \
+Version-control directories and {generated} are skipped unless `path` points inside one."""
+
+
+def _describe(template: str) -> str:
+    return template.replace(
+        "{generated}", ", ".join(sorted(GENERATED_DIRS, key=lambda name: name.lstrip("._")))
+    )
 
 
 def _limit(args: dict[str, Any]) -> int:
-    value = args.get("limit", DEFAULT_LIMIT)
-    if not math.isfinite(value) or value < 1 or value != int(value):
-        raise ToolError(f"Invalid arguments: `limit` must be a positive whole number, got {value}")
-    return int(value)
+    return whole_number(args, "limit", DEFAULT_LIMIT, _MOST_RESULTS)
 
 
-@dataclass(frozen=True, slots=True)
 class _Walker:
-    """Walks a directory tree in sorted order, staying inside the allowed bases."""
+    """Walks a directory tree in sorted order, staying inside the allowed bases.
 
-    workspace: Workspace
+    Each real directory is visited once (by device and inode), so a symlink to a
+    directory already walked, or a loop, adds nothing. Version-control directories are
+    never entered; `GENERATED_DIRS` only when the search base is inside one.
+    """
+
+    __slots__ = ("_bases", "_seen", "_skip", "workspace")
+
+    def __init__(self, workspace: Workspace, base: Path) -> None:
+        self.workspace = workspace
+        self._bases = (workspace.root, *workspace.read_only)
+        shown = workspace.display(base)
+        inside_generated = any(part in GENERATED_DIRS for part in Path(shown).parts)
+        self._skip = VCS_DIRS if inside_generated else VCS_DIRS | GENERATED_DIRS
+        self._seen: set[tuple[int, int]] = set()
 
     def allowed(self, real: Path) -> bool:
         if not self.workspace.confine:
             return True
-        bases = (self.workspace.root, *self.workspace.read_only)
-        return any(real == base or base in real.parents for base in bases)
+        return any(real == base or base in real.parents for base in self._bases)
 
     def files(self, base: Path) -> Iterator[tuple[Path, str]]:
         """Yield ``(path, path relative to base)`` for every file under ``base``."""
-        seen: set[Path] = {base.resolve()}
-        yield from self._walk(base, "", seen)
-
-    def _walk(self, directory: Path, prefix: str, seen: set[Path]) -> Iterator[tuple[Path, str]]:
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: path_sort_key(e.name))
+            info = base.stat()
+        except OSError:
+            return
+        self._seen.add((info.st_dev, info.st_ino))
+        yield from self._walk(str(base), "")
+
+    def _walk(self, directory: str, prefix: str) -> Iterator[tuple[Path, str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
         except OSError:
             return
         for entry in entries:
-            relative = prefix + entry.name
-            path = Path(entry.path)
             try:
-                is_dir = entry.is_dir()
-                is_file = entry.is_file()
-                if entry.is_symlink():
-                    real = path.resolve()
-                    if not self.allowed(real):
+                if entry.is_symlink() and not self.allowed(Path(entry.path).resolve()):
+                    continue
+                if entry.is_dir():
+                    if entry.name in self._skip:
                         continue
-                else:
-                    real = path
-            except OSError:
+                    info = entry.stat()
+                    key = (info.st_dev, info.st_ino)
+                    if key in self._seen:  # a symlink loop, or a tree already walked
+                        continue
+                    self._seen.add(key)
+                    yield from self._walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.is_file():
+                    yield Path(entry.path), prefix + entry.name
+            except (OSError, RuntimeError):
                 continue
-            if is_dir:
-                if entry.name in VCS_DIRS:
-                    continue
-                real = real.resolve()
-                if real in seen:  # a symlink loop, or a tree already walked
-                    continue
-                yield from self._walk(path, relative + "/", seen | {real})
-            elif is_file:
-                yield path, relative
 
 
 def _glob(pattern: str, field: str) -> GlobPattern:
@@ -148,12 +164,6 @@ def _search_base(workspace: Workspace, args: dict[str, Any]) -> Path:
     return base
 
 
-def _clip(line: str, width: int) -> str:
-    if len(line) <= width:
-        return line
-    return line[:width] + f"... [line cut at {width} characters]"
-
-
 def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any]) -> str:
     try:
         regex = re.compile(args["pattern"])
@@ -166,7 +176,7 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     if base.is_file():
         candidates: Iterator[tuple[Path, str]] = iter([(base, base.name)])
     else:
-        candidates = _Walker(workspace).files(base)
+        candidates = _Walker(workspace, base).files(base)
     found: list[str] = []
     skipped = 0
     more = False
@@ -188,7 +198,7 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
             if len(found) == limit:
                 more = True
                 break
-            found.append(f"{shown}:{number}:{_clip(line, limits.max_line_length)}")
+            found.append(f"{shown}:{number}:{clip(line, limits.max_line_length)}")
         if more:
             break
     return _grep_report(found, limit, more, skipped, limits.max_lines, limits.max_bytes)
@@ -227,7 +237,7 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
         raise ToolError(f"Search path {args.get('path')!r} is a file, not a directory.")
     found: list[str] = []
     more = False
-    for path, relative in _Walker(workspace).files(base):
+    for path, relative in _Walker(workspace, base).files(base):
         if matcher.matches(relative):
             if len(found) == limit:
                 more = True
@@ -253,35 +263,19 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
 def grep_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``grep`` tool for ``settings``' workspace."""
     workspace = Workspace(settings)
-    schema = copy.deepcopy(GREP_SCHEMA)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(_run_grep(settings, workspace, args))
 
-    return Tool(
-        "grep",
-        execute,
-        _GREP_DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("grep", execute, _describe(_GREP_DESCRIPTION), GREP_SCHEMA)
 
 
 @register("glob")
 def glob_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``glob`` tool for ``settings``' workspace."""
     workspace = Workspace(settings)
-    schema = copy.deepcopy(GLOB_SCHEMA)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(_run_glob(settings, workspace, args))
 
-    return Tool(
-        "glob",
-        execute,
-        _GLOB_DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("glob", execute, _describe(_GLOB_DESCRIPTION), GLOB_SCHEMA)

@@ -20,12 +20,14 @@ __all__ = [
     "TextFile",
     "atomic_write",
     "decode",
+    "decode_text",
     "is_uniform_crlf",
     "looks_binary",
     "match_line_endings",
 ]
 
 BOM = "\ufeff"
+_BINARY_SNIFF = 8192
 
 
 def _current_umask() -> int:
@@ -51,14 +53,14 @@ class TextFile:
         return ((BOM if self.bom else "") + text).encode("utf-8")
 
 
-def looks_binary(sample: bytes) -> bool:
-    """Tell whether ``sample`` (the start of a file) holds a NUL byte."""
-    return b"\x00" in sample
+def looks_binary(data: bytes) -> bool:
+    """Tell whether ``data`` (a file, or its start) looks binary: a NUL in its first 8 KiB."""
+    return b"\x00" in data[:_BINARY_SNIFF]
 
 
 def decode(raw: bytes, shown: str) -> TextFile:
     """Decode ``raw`` as UTF-8 text, or raise `ToolError` naming ``shown`` when binary."""
-    if looks_binary(raw[:8192]):
+    if looks_binary(raw):
         raise ToolError(
             f"{shown} is a binary file (it contains NUL bytes); only text is supported."
         )
@@ -72,6 +74,14 @@ def decode(raw: bytes, shown: str) -> TextFile:
     if text.startswith(BOM):
         return TextFile(text[1:], bom=True)
     return TextFile(text)
+
+
+def decode_text(raw: bytes) -> str | None:
+    """Decode ``raw`` as UTF-8 text without a byte-order mark; ``None`` when it is binary."""
+    try:
+        return decode(raw, "").text
+    except ToolError:
+        return None
 
 
 def is_uniform_crlf(text: str) -> bool:

@@ -232,3 +232,41 @@ def test_odd_input_is_an_error_not_a_crash(
     assert result.is_error is True
     assert message in result.output
     assert "failed:" not in result.output  # the text execute uses for an unexpected exception
+
+
+def test_a_symlinked_directory_is_walked_once(workspace: Path, tk: Toolkit) -> None:
+    os.symlink("src", workspace / "src_alias")  # like .venv/lib64 -> lib
+    names = glob(tk, pattern="*.py").output.splitlines()
+    assert names.count("src/pkg/mod.py") == 1
+    assert not any(name.startswith("src_alias/") for name in names)
+    hits = grep(tk, pattern="needle = 2").output.splitlines()
+    assert hits[0] == "src/pkg/mod.py:2:needle = 2"
+    assert hits[1:] == ["[skipped 2 binary, non-UTF-8, unreadable or oversized file(s)]"]
+
+
+def test_generated_directories_are_skipped_unless_searched_directly(workspace: Path) -> None:
+    _write(
+        workspace,
+        {
+            "node_modules/lib/index.js": "needle in deps\n",
+            ".venv/lib/site.py": "needle in venv\n",
+            "pkg/__pycache__/mod.py": "needle in cache\n",
+            ".pytest_cache/v/x.py": "needle in cache\n",
+        },
+    )
+    tk = toolnexus.build(root=workspace)
+    hits = grep(tk, pattern="needle").output
+    assert "node_modules" not in hits and ".venv" not in hits and "cache" not in hits
+    assert "node_modules" not in glob(tk, pattern="**/*").output
+    inside = grep(tk, pattern="needle", path="node_modules").output
+    assert inside == "node_modules/lib/index.js:1:needle in deps"
+    assert glob(tk, pattern="*.py", path=".venv/lib").output == ".venv/lib/site.py"
+    assert "generated" not in tk["grep"].description  # the list is spelled out
+    assert "node_modules" in tk["grep"].description and ".venv" in tk["glob"].description
+
+
+def test_huge_limit_names_the_field(tk: Toolkit) -> None:
+    result = glob(tk, pattern="*", limit=10**400)
+    assert result.is_error
+    assert "`limit` must be at most 1000000000, got about 1e400" in result.output
+    assert "`limit` must be a positive whole number" in grep(tk, pattern="x", limit=-0.5).output
