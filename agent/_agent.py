@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
     from toolnexus import Request
 
 __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
-
-logger = logging.getLogger("agent")
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model used when none is given."""

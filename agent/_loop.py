@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -37,6 +38,8 @@ from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult, execute
 __all__ = ["Checkpoint", "Run", "Settings", "WaitFor"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("agent")
 
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
 """Answers a suspended tool's `Request` inline (sync or async)."""
@@ -287,6 +290,13 @@ class Run:
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
         retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
+        logger.warning(
+            "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",
+            " ".join(str(p) for p in (info.code, info.status) if p is not None),
+            delay,
+            attempt + 1,
+            self.s.retry.attempts,
+        )
         self.retries.append(retry)
         self._fresh_retries.append(retry)
 

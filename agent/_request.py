@@ -23,6 +23,7 @@ __all__ = [
     "DeclarationProblem",
     "check_declaration",
     "declaration",
+    "split_valid",
     "system_instruction",
 ]
 

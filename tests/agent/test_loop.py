@@ -390,3 +390,25 @@ async def test_bad_options_are_configuration_errors(http):
         make_agent(http, config={"tools": []})
     with pytest.raises(ConfigurationError, match="generation config"):
         make_agent(http, config={"no_such_field": 1})
+
+
+async def test_vertex_settings_pass_through(http, mock):
+    script = Script(mock, [reply(text("ok"))])
+    result = await Agent(vertexai=True, api_key=KEY, http_client=http).run("hi")
+    assert result.text == "ok"
+    assert script.route.calls.last.request.url.host == "aiplatform.googleapis.com"
+    with pytest.raises(ConfigurationError, match="project/location"):
+        Agent(project="p", location="us-central1", api_key=KEY, http_client=http)
+
+
+async def test_an_injected_genai_client_is_used_as_is(http, mock):
+    from google import genai
+    from google.genai import types
+
+    script = Script(mock, [reply(text("ok"))])
+    client = genai.Client(
+        api_key=KEY, http_options=types.HttpOptions(httpx_async_client=http, api_version="v1beta")
+    )
+    result = await Agent(client=client).run("hi")
+    assert result.text == "ok"
+    assert "/v1beta/" in str(script.route.calls.last.request.url)

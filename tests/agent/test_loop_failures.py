@@ -70,7 +70,7 @@ async def test_retry_after_header_is_honoured(http, mock):
     assert sleeps.waits == [7.0]
 
 
-async def test_503_twice_then_200_completes_with_two_retries(http, mock):
+async def test_503_twice_then_200_completes_with_two_retries(http, mock, caplog):
     sleeps = Sleeps()
     busy = api_error(503, "UNAVAILABLE", "The model is overloaded.")
     script = Script(mock, [busy, busy, reply(text("ok"))])
@@ -79,6 +79,11 @@ async def test_503_twice_then_200_completes_with_two_retries(http, mock):
     assert len(script.bodies) == 3
     assert [(r.attempt, r.code) for r in result.retries] == [(1, 503), (2, 503)]
     assert sleeps.waits == [1.0, 2.0]  # exponential backoff, jitter 0 here
+    warnings = [r.getMessage() for r in caplog.records if r.name == "agent"]
+    assert warnings == [
+        "Gemini call failed (503 UNAVAILABLE); retrying in 1.0 s (attempt 2 of 5)",
+        "Gemini call failed (503 UNAVAILABLE); retrying in 2.0 s (attempt 3 of 5)",
+    ]
 
 
 async def test_backoff_has_jitter_and_a_ceiling():
