@@ -1,8 +1,9 @@
 """The ``toolnexus-agent`` command line.
 
-Each subcommand is a function registered in ``_COMMANDS`` with its own argument parser;
-``main`` parses and dispatches. For now the only subcommand is ``demo``, the offline
-end-to-end run against the fake Gemini.
+Each subcommand has an ``_add_<name>`` function that declares its parser and sets
+``command`` (a function of the parsed arguments returning the exit code); ``build_parser``
+calls every adder listed in ``_SUBCOMMANDS``, and ``main`` parses and dispatches. For now the
+only subcommand is ``demo``, the offline end-to-end run against the fake Gemini.
 
 Example::
 
@@ -57,13 +58,19 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.set_defaults(command=_demo)
 
 
+_SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
+    _add_demo,
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="toolnexus-agent", description="Gemini agents with toolnexus tools."
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    _add_demo(commands)
+    for add in _SUBCOMMANDS:
+        add(commands)
     return parser
 
 
