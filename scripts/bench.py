@@ -94,8 +94,8 @@ def start_server(timing: _Timing) -> Any:
     handler = server._server.RequestHandlerClass
 
     class TimedHandler(handler):  # type: ignore[misc,valid-type]
-        # Headers and body go out in two writes: without TCP_NODELAY the client's delayed
-        # ACK adds ~40 ms to every request (Nagle), which would swamp everything measured.
+        # Headers and body go out in two writes; TCP_NODELAY keeps Nagle's algorithm from
+        # holding the body back for the client's delayed ACK on a kept-alive connection.
         disable_nagle_algorithm = True
 
         def _serve(self) -> None:
