@@ -4,7 +4,8 @@ The command runs in its own process group with stdin from ``/dev/null`` and the
 workspace root (or ``workdir``) as its working directory. Output (stdout and stderr
 combined) is read as it arrives and only the first ``Limits.max_bytes`` bytes are kept,
 so a command printing gigabytes costs no memory. On a timeout, and when the call is
-cancelled, the whole process group is killed.
+cancelled, the whole process group is killed; a process that left the group (``setsid``)
+is not, and the output pipe is closed even while such a process still holds it.
 
 This is not a sandbox: the command can do anything the host user can. Drop the tool
 (``build(builtins={"tools": {"bash": False}})``) or replace it with your own for
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import math
 import os
 import shutil
 import signal
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits, register
-from toolnexus._schema import schema_validator
+from toolnexus.builtins._common import builtin_tool, positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
@@ -33,9 +32,9 @@ from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
 __all__ = ["bash_tool"]
 
 DEFAULT_TIMEOUT_MS = 60_000
-_CHUNK = 65_536
+MAX_TIMEOUT_MS = 86_400_000
+"""Longest ``timeout`` a call may ask for (one day)."""
 _DRAIN_GRACE_S = 1.0
-_POLL_S = 0.05
 """How long output may keep flowing after the shell exits (from background processes)."""
 
 BASH_SCHEMA: dict[str, Any] = {
@@ -57,7 +56,8 @@ Arguments: `command` (required); `workdir` (directory to run in, default the wor
 root); `timeout` (milliseconds, default 60000); `description` (a few words on what the \
 command does, for the human). stdin is empty, so interactive commands fail. A non-zero \
 exit status is reported as an error with the exit code; on timeout the command and every \
-process it started are killed. Long output is cut: redirect it to a file and search it \
+process in its process group are killed (processes that leave the group, e.g. with setsid, \
+are not). Long output is cut: redirect it to a file and search it \
 with grep or read it in parts."""
 
 
@@ -96,12 +96,10 @@ class _Output:
 
 
 def _timeout_seconds(args: dict[str, Any]) -> float:
-    value = args.get("timeout", DEFAULT_TIMEOUT_MS)
-    if not math.isfinite(value) or value <= 0:
-        raise ToolError(
-            f"Invalid arguments: `timeout` must be a positive number of milliseconds, got {value}"
-        )
-    return float(value) / 1000.0
+    milliseconds = positive_number(
+        args, "timeout", DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, "milliseconds"
+    )
+    return milliseconds / 1000.0
 
 
 def _kill_group(pid: int) -> None:
@@ -109,30 +107,49 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _pump(stream: asyncio.StreamReader, out: _Output) -> None:
-    while chunk := await stream.read(_CHUNK):
-        out.add(chunk)
+class _Shell(asyncio.SubprocessProtocol):
+    """Collects the output of one command and tells when it exited and its pipe closed."""
+
+    def __init__(self, out: _Output) -> None:
+        self.out = out
+        self.exited = asyncio.Event()
+        self.drained = asyncio.Event()
+        """Set once every writer of the output pipe (background processes too) is gone."""
+
+    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
+        self.out.add(bytes(data))
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self.drained.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
 
 
-async def _exited(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-    """Return once the shell has exited, even if a background process keeps the pipe open.
+async def _within(event: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``event``; tell whether it is set."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    return event.is_set()
 
-    ``Process.wait`` on Python 3.11 also waits for the pipes to close, so while output is
-    still open the exit status is polled instead.
-    """
-    while proc.returncode is None:
-        if not reader.done():
-            await asyncio.wait({reader}, timeout=_POLL_S)
-        elif reader.cancelled():
-            await asyncio.sleep(_POLL_S)
-        else:
-            await proc.wait()
+
+@dataclass
+class _Outcome:
+    timed_out: bool = False
+    stopped_background: bool = False
+    """Background processes in the group still held the output and were killed."""
+    escaped: bool = False
+    """A process that left the process group (setsid) still holds the output."""
 
 
 async def _run(command: str, cwd: Path, seconds: float, limits: Limits) -> ToolResult:
     shell = shutil.which("bash") or "/bin/sh"
+    out = _Output(keep=limits.max_bytes)
+    loop = asyncio.get_running_loop()
     try:
-        proc = await asyncio.create_subprocess_exec(
+        transport, shell_proc = await loop.subprocess_exec(
+            lambda: _Shell(out),
             shell,
             "-c",
             command,
@@ -144,53 +161,53 @@ async def _run(command: str, cwd: Path, seconds: float, limits: Limits) -> ToolR
         )
     except OSError as exc:
         raise ToolError(f"Could not start {shell}: {exc.strerror or exc}") from None
-    assert proc.stdout is not None
-    out = _Output(keep=limits.max_bytes)
-    reader = asyncio.create_task(_pump(proc.stdout, out))
-    timed_out = False
-    stopped_background = False
+    pid = transport.get_pid()
+    outcome = _Outcome()
     try:
-        try:
-            async with asyncio.timeout(seconds):
-                await _exited(proc, reader)
-        except TimeoutError:
-            timed_out = True
-            _kill_group(proc.pid)
+        if not await _within(shell_proc.exited, seconds):
+            outcome.timed_out = True
+            _kill_group(pid)
+            await _within(shell_proc.exited, _DRAIN_GRACE_S)
         # Background processes may still hold the output pipe open after the shell exits.
-        done, _ = await asyncio.wait({reader}, timeout=_DRAIN_GRACE_S)
-        if not done:
-            stopped_background = not timed_out
-            _kill_group(proc.pid)
-            done, _ = await asyncio.wait({reader}, timeout=_DRAIN_GRACE_S)
-            if not done:  # a process that left our process group still holds the pipe
-                reader.cancel()
-        await _exited(proc, reader)
+        if not await _within(shell_proc.drained, _DRAIN_GRACE_S):
+            outcome.stopped_background = not outcome.timed_out
+            _kill_group(pid)
+            outcome.escaped = not await _within(shell_proc.drained, _DRAIN_GRACE_S)
     except BaseException:  # cancelled: leave no process behind
-        _kill_group(proc.pid)
-        reader.cancel()
-        # Let the loop see the exit and close the pipes, so nothing is left unclosed.
-        await asyncio.wait({asyncio.ensure_future(proc.wait())}, timeout=_DRAIN_GRACE_S)
+        _kill_group(pid)
+        transport.close()
+        await asyncio.shield(_within(shell_proc.exited, _DRAIN_GRACE_S))
         raise
-    return _result(out.render(limits), proc.returncode, timed_out, stopped_background, seconds)
+    # Closes the pipe even while a process that left the group still holds it open.
+    transport.close()
+    return _result(out.render(limits), transport.get_returncode(), outcome, seconds)
 
 
-def _result(
-    text: str, code: int | None, timed_out: bool, stopped_background: bool, timeout: float
-) -> ToolResult:
+_LEFT_GROUP = "processes that left the process group (setsid, daemons) may still run"
+_ESCAPED = (
+    "a process that left the process group (setsid) still held the output open and was "
+    "not killed; its later output is not shown"
+)
+
+
+def _result(text: str, code: int | None, outcome: _Outcome, timeout: float) -> ToolResult:
     body = text if text.strip() else "(no output)"
-    if timed_out or stopped_background or code:
+    if outcome.timed_out or outcome.stopped_background or code:
         body = body.rstrip("\n")
-    meta: dict[str, Any] = {"exit_code": code, "timed_out": timed_out}
-    if timed_out:
+    meta: dict[str, Any] = {"exit_code": code, "timed_out": outcome.timed_out}
+    survivors = _ESCAPED if outcome.escaped else _LEFT_GROUP
+    if outcome.timed_out:
         return ToolResult(
-            f"{body}\n[command timed out after {timeout * 1000:g} ms; it and every process "
-            "it started were killed. Raise `timeout` or run it in the background with "
-            "output redirected to a file.]",
+            f"{body}\n[command timed out after {timeout * 1000:g} ms; it and the processes "
+            f"in its process group were killed; {survivors}. Raise `timeout` or run it in "
+            "the background with output redirected to a file.]",
             is_error=True,
             metadata=meta,
         )
-    if stopped_background:
-        body += "\n[background processes still writing to the output were stopped]"
+    if outcome.escaped:
+        body += f"\n[{_ESCAPED}]"
+    elif outcome.stopped_background:
+        body += f"\n[background processes still writing to the output were stopped; {_LEFT_GROUP}]"
     if code is not None and code < 0:
         return ToolResult(
             f"{body}\n[command was killed by signal {-code}]", is_error=True, metadata=meta
@@ -204,7 +221,6 @@ def _result(
 def bash_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``bash`` tool; commands run in ``settings.root`` unless ``workdir`` says."""
     workspace = Workspace(settings)
-    schema = copy.deepcopy(BASH_SCHEMA)
 
     async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args["command"]
@@ -224,11 +240,4 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings.limits)
 
-    return Tool(
-        "bash",
-        execute,
-        _DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("bash", execute, _DESCRIPTION, BASH_SCHEMA)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import sys
 import time
 import tracemalloc
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -195,3 +199,68 @@ def test_context_timeout_also_kills_the_process_group(tk: Toolkit, tmp_path: Pat
     assert "timed out after 1 s" in result.output
     pids = [int((tmp_path / name).read_text()) for name in ("shell.pid", "child.pid")]
     assert _wait_dead(pids)
+
+
+def _no_unraisable(run: Callable[[], ToolResult]) -> ToolResult:
+    """Run ``run`` and collect garbage; fail on any unclosed-transport warning."""
+    seen: list[sys.UnraisableHookArgs] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            result = run()
+            gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert [str(item.exc_value) for item in seen] == []
+    return result
+
+
+def test_timeout_with_a_setsid_child_says_so_and_closes_the_pipe(
+    tk: Toolkit, tmp_path: Path
+) -> None:
+    command = "setsid sleep 30 & echo $! > child.pid; sleep 10"
+    result = _no_unraisable(lambda: bash(tk, command, timeout=300))
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        assert result.is_error is True
+        assert "[command timed out after 300 ms;" in result.output
+        assert "a process that left the process group (setsid) still held the output" in (
+            result.output
+        )
+        assert "every process" not in result.output
+        assert not _dead(pid)  # the message is honest: it was not killed
+    finally:
+        os.kill(pid, 9)
+
+
+def test_finished_command_with_a_setsid_child_closes_the_pipe(tk: Toolkit, tmp_path: Path) -> None:
+    result = _no_unraisable(lambda: bash(tk, "setsid sleep 30 & echo $! > child.pid; echo ok"))
+    pid = int((tmp_path / "child.pid").read_text())
+    try:
+        assert result.is_error is False
+        assert result.output.startswith("ok\n[a process that left the process group (setsid)")
+    finally:
+        os.kill(pid, 9)
+
+
+def test_plain_timeout_mentions_processes_that_left_the_group(tk: Toolkit) -> None:
+    result = _no_unraisable(lambda: bash(tk, "sleep 10", timeout=200))
+    assert "killed; processes that left the process group (setsid, daemons) may still run" in (
+        result.output
+    )
+
+
+@pytest.mark.parametrize(
+    ("timeout", "message"),
+    [
+        (10**400, "`timeout` must be at most 8.64e+07 milliseconds, got about 1e400"),
+        (1e300, "`timeout` must be at most 8.64e+07 milliseconds, got 1e+300"),
+        (-(10**400), "`timeout` must be a positive number of milliseconds, got about -1e400"),
+    ],
+)
+def test_huge_timeouts_name_the_field(tk: Toolkit, timeout: object, message: str) -> None:
+    result = bash(tk, "echo hi", timeout=timeout)
+    assert result.is_error is True
+    assert message in result.output
