@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, register
-from toolnexus._schema import schema_validator
+from toolnexus.builtins._common import builtin_tool
 from toolnexus.tool import Request, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["question_tool", "render_prompt", "render_todos", "todowrite_tool"]
@@ -114,7 +114,19 @@ def _check_questions(questions: list[dict[str, Any]]) -> None:
             raise ToolError(f"Invalid arguments: `questions[{index}].question` is empty.")
 
 
-def _answered(answer: Mapping[str, Any]) -> ToolResult:
+def _answered(answer: object, request_id: str | None) -> ToolResult:
+    if not isinstance(answer, Mapping):
+        return ToolResult(
+            "The answer to the question(s) is not a mapping with `id`, `ok` and `data` "
+            f"(got {type(answer).__name__}); the host passed a malformed Answer.",
+            is_error=True,
+        )
+    if request_id is not None and answer.get("id") != request_id:
+        return ToolResult(
+            f"The answer is for request {str(answer.get('id'))[:100]!r}, not for this "
+            f"question's request {request_id!r}; the host passed the wrong Answer.",
+            is_error=True,
+        )
     if not answer.get("ok"):
         reason = answer.get("data")
         detail = (
@@ -133,13 +145,12 @@ def _answered(answer: Mapping[str, Any]) -> ToolResult:
 @register("question")
 def question_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
-    schema = copy.deepcopy(QUESTION_SCHEMA)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         questions: list[dict[str, Any]] = args["questions"]
         _check_questions(questions)
         if ctx.answer is not None:
-            return _answered(ctx.answer)
+            return _answered(ctx.answer, ctx.call_id)
         prompt = render_prompt(questions)
         request: Request = {
             "id": ctx.call_id or uuid.uuid4().hex,
@@ -152,14 +163,7 @@ def question_tool(settings: BuiltinSettings) -> Tool:
             metadata={"pending": request},
         )
 
-    return Tool(
-        "question",
-        execute,
-        _QUESTION_DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("question", execute, _QUESTION_DESCRIPTION, QUESTION_SCHEMA)
 
 
 def render_todos(todos: Sequence[Mapping[str, Any]]) -> str:
@@ -193,7 +197,6 @@ def _check_todos(todos: list[dict[str, Any]]) -> None:
 @register("todowrite")
 def todowrite_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``todowrite`` tool: stateless, each call replaces and renders the list."""
-    schema = copy.deepcopy(TODOWRITE_SCHEMA)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         todos: list[dict[str, Any]] = args["todos"]
@@ -202,11 +205,4 @@ def todowrite_tool(settings: BuiltinSettings) -> Tool:
             return ToolResult("Todo list cleared (0 todos).", metadata={"todos": []})
         return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
 
-    return Tool(
-        "todowrite",
-        execute,
-        _TODOWRITE_DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("todowrite", execute, _TODOWRITE_DESCRIPTION, TODOWRITE_SCHEMA)

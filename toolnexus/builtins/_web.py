@@ -8,15 +8,13 @@ message; a non-2xx status is an error that shows the status and the start of the
 
 from __future__ import annotations
 
-import copy
-import math
 import re
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolnexus._registry import BuiltinSettings, register
-from toolnexus._schema import schema_validator
+from toolnexus.builtins._common import builtin_tool, positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
 
@@ -26,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_DOWNLOAD_BYTES", "html_to_markdown", "html_to_text", "webfetch_tool"]
 
 DEFAULT_TIMEOUT_S = 30.0
+MAX_TIMEOUT_S = 3600.0
+"""Longest ``timeout`` a call may ask for (one hour)."""
 MAX_DOWNLOAD_BYTES = 5_000_000
 """Bytes of a response body read at most; the rest is not downloaded."""
 _ERROR_BODY_CHARS = 1000
@@ -171,12 +171,8 @@ def _check_args(args: dict[str, Any]) -> tuple[str, str, float]:
     if not parts.hostname:
         raise ToolError(f"Invalid arguments: `url` has no host name: {url[:200]!r}")
     fmt = args.get("format", "markdown")
-    timeout = args.get("timeout", DEFAULT_TIMEOUT_S)
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ToolError(
-            f"Invalid arguments: `timeout` must be a positive number of seconds, got {timeout}"
-        )
-    return url, fmt, float(timeout)
+    timeout = positive_number(args, "timeout", DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, "seconds")
+    return url, fmt, timeout
 
 
 async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bool]:
@@ -254,16 +250,8 @@ async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
 @register("webfetch")
 def webfetch_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
-    schema = copy.deepcopy(WEBFETCH_SCHEMA)
 
     async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _fetch(settings, args)
 
-    return Tool(
-        "webfetch",
-        execute,
-        _DESCRIPTION,
-        schema,
-        source="builtin",
-        validate=schema_validator(schema),
-    )
+    return builtin_tool("webfetch", execute, _DESCRIPTION, WEBFETCH_SCHEMA)

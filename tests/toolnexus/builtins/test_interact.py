@@ -128,3 +128,19 @@ def test_todowrite_rejects_malformed_arguments(tk: Toolkit, args: object, field:
     assert result.is_error is True
     assert field in result.output
     assert "Traceback" not in result.output
+
+
+def test_question_answer_for_another_request_is_an_error(tk: Toolkit) -> None:
+    answer: Answer = {"id": "call-other", "ok": True, "data": {"answers": ["red"]}}
+    context = ToolContext(call_id="call-7", answer=answer)
+    result = toolnexus.execute(tk, "question", {"questions": QUESTIONS}, context)
+    assert result.is_error is True
+    assert "'call-other', not for this question's request 'call-7'" in result.output
+
+
+def test_question_answer_that_is_not_a_mapping_is_an_error(tk: Toolkit) -> None:
+    context = ToolContext(call_id="call-7", answer="yes")  # type: ignore[arg-type]
+    result = toolnexus.execute(tk, "question", {"questions": QUESTIONS}, context)
+    assert result.is_error is True
+    assert "not a mapping with `id`, `ok` and `data` (got str)" in result.output
+    assert "failed:" not in result.output

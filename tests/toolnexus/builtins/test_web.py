@@ -149,6 +149,11 @@ def test_timeout(tk: Toolkit, server: str) -> None:
         ("http://127.0.0.1:1/", {"format": "pdf"}, "`format` must be one of"),
         ("http://127.0.0.1:1/", {"timeout": 0}, "`timeout` must be a positive number"),
         ("http://127.0.0.1:1/", {"timeout": "10"}, "`timeout` must be a number"),
+        (
+            "http://127.0.0.1:1/",
+            {"timeout": 10**400},
+            "`timeout` must be at most 3600 seconds, got about 1e400",
+        ),
         ("http://127.0.0.1:1/", {}, "Could not fetch http://127.0.0.1:1/"),
         ("http://127.0.0.1:99999/", {}, "`url` is not a valid URL"),
         ("http:///path", {}, "`url` has no host name"),
