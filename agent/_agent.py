@@ -61,6 +61,10 @@ class Agent:
     `RetryPolicy` of the model call. ``config`` holds extra ``GenerateContentConfig`` fields
     (``temperature``, ``thinking_config``, ...). ``invalid_tools`` is ``"skip"`` (leave a
     tool Gemini would refuse out, with a `ToolDeclarationWarning`) or ``"raise"``.
+
+    Humans and memory: ``wait_for`` answers a suspended tool's `Request` inline (else the
+    run ends ``"pending"``); ``hooks`` are the `Hooks` around model and tool calls;
+    ``store`` keeps ``session=`` conversations (a `MemoryStore` unless given).
     """
 
     def __init__(
