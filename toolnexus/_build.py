@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +42,24 @@ def _builtin_names(option: BuiltinsOption) -> list[str]:
     unknown_keys = set(option) - {"disabled", "enabled", "tools"}
     if unknown_keys:
         raise ValueError(f"unknown builtins option(s): {', '.join(sorted(unknown_keys))}")
+    for key in ("disabled", "enabled"):
+        if key in option and not isinstance(option[key], bool):
+            raise TypeError(
+                f"builtins[{key!r}] must be true or false, not {type(option[key]).__name__}"
+            )
     if option.get("disabled") is True or option.get("enabled") is False:
         return []
     per_tool: Mapping[str, bool] = option.get("tools") or {}
+    if not isinstance(per_tool, Mapping):
+        raise TypeError(
+            "builtins['tools'] must be a mapping of tool name to true/false, "
+            f"not {type(per_tool).__name__}"
+        )
+    for name, on in per_tool.items():
+        if not isinstance(on, bool):
+            raise TypeError(
+                f"builtins['tools'][{name!r}] must be true or false, not {type(on).__name__}"
+            )
     unknown = set(per_tool) - set(BUILTINS)
     if unknown:
         raise ValueError(
@@ -76,7 +93,7 @@ def _assemble(
                 warnings.warn(
                     f"tool name {tool.name!r} from source {tool.source!r} clashes with the "
                     f"one from {kept.source!r}; keeping the {kept.source!r} tool",
-                    stacklevel=3,
+                    stacklevel=4,
                 )
     return Toolkit(chosen.values(), skills=skills, resources=resources)
 
@@ -88,12 +105,57 @@ def _settings(
     limits: Limits | None,
 ) -> BuiltinSettings:
     base = Path(root) if root is not None else Path.cwd()
+    if not base.exists():
+        raise ValueError(f"root {os.fspath(base)!r} does not exist")
+    if not base.is_dir():
+        raise ValueError(f"root {os.fspath(base)!r} is not a directory")
     return BuiltinSettings(
         root=base.resolve(),
         read_only=tuple(d.resolve() for d in skill_dirs),
         confine=confine,
         limits=limits or Limits(),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Everything `build` and `build_async` do alike, checked before any MCP server starts."""
+
+    skills: Sequence[Skill]
+    skill_files: int
+    builtins: BuiltinsOption
+    settings: BuiltinSettings
+    tools: Sequence[Tool]
+
+    def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
+        return _assemble(
+            mcp_tools,
+            self.skills,
+            self.skill_files,
+            self.builtins,
+            self.settings,
+            self.tools,
+            resources,
+        )
+
+
+def _plan(
+    skill_dirs: Sequence[Path],
+    found: Sequence[Skill],
+    builtins: BuiltinsOption,
+    tools: Sequence[Tool],
+    root: str | os.PathLike[str] | None,
+    confine: bool,
+    limits: Limits | None,
+    skill_files: int,
+) -> _Plan:
+    settings = _settings(root, skill_dirs, confine, limits)
+    _builtin_names(builtins)  # a bad option fails before any MCP server starts
+    return _Plan(found, skill_files, builtins, settings, list(tools))
+
+
+def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
+    return list(discover_skills(skill_dirs).skills) if skill_dirs else []
 
 
 def build(
@@ -116,7 +178,8 @@ def build(
             ``{"tools": {"bash": False}}`` to drop single tools.
         tools: Your own `Tool` objects. One named like a built-in replaces it.
         mcp: An ``mcp.json`` path or the same data as a dict (needs the ``mcp`` extra).
-        root: The workspace the file tools are confined to (default: the current dir).
+        root: The workspace the file tools are confined to (default: the current dir);
+            it must be an existing directory.
         confine: ``False`` lets file tools reach outside ``root`` (trusted hosts only).
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
@@ -125,22 +188,25 @@ def build(
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
     From async code with MCP servers, use `build_async`.
 
+    Raises:
+        ValueError: ``root`` is missing or not a directory, or an option is unknown.
+        TypeError: An option has the wrong type (``{"tools": {"bash": "no"}}``).
+
     Example::
 
         tk = toolnexus.build(skills="examples/skills")
         toolnexus.to_gemini(tk)
     """
     skill_dirs = _skill_dirs(skills)
-    found = discover_skills(skill_dirs).skills if skill_dirs else []
-    settings = _settings(root, skill_dirs, confine, limits)
-    mcp_tools: list[Tool] = []
-    resources: list[Resource] = []
-    if mcp is not None:
-        from toolnexus._mcp import connect_mcp
+    plan = _plan(
+        skill_dirs, _discover(skill_dirs), builtins, tools, root, confine, limits, skill_files
+    )
+    if mcp is None:
+        return plan.assemble((), ())
+    from toolnexus._mcp import connect_mcp
 
-        mcp_tools, resource = connect_mcp(mcp)
-        resources.append(resource)
-    return _assemble(mcp_tools, found, skill_files, builtins, settings, list(tools), resources)
+    mcp_tools, resource = connect_mcp(mcp)
+    return plan.assemble(mcp_tools, [resource])
 
 
 async def build_async(
@@ -157,16 +223,20 @@ async def build_async(
     """Async `build`: connects MCP servers on the running event loop.
 
     Use it from async code (an agent, a web server); close with ``await tk.aclose()`` or
-    ``async with``. Takes the same arguments as `build`.
+    ``async with``. Takes the same arguments as `build`. Skill folders are scanned on a
+    worker thread, so a large skills tree does not stall the loop.
+
+    Example::
+
+        async with await toolnexus.build_async(skills="examples/skills") as tk:
+            ...
     """
     skill_dirs = _skill_dirs(skills)
-    found = discover_skills(skill_dirs).skills if skill_dirs else []
-    settings = _settings(root, skill_dirs, confine, limits)
-    mcp_tools: list[Tool] = []
-    resources: list[Resource] = []
-    if mcp is not None:
-        from toolnexus._mcp import connect_mcp_async
+    found = await asyncio.to_thread(_discover, skill_dirs) if skill_dirs else []
+    plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files)
+    if mcp is None:
+        return plan.assemble((), ())
+    from toolnexus._mcp import connect_mcp_async
 
-        mcp_tools, resource = await connect_mcp_async(mcp)
-        resources.append(resource)
-    return _assemble(mcp_tools, found, skill_files, builtins, settings, list(tools), resources)
+    mcp_tools, resource = await connect_mcp_async(mcp)
+    return plan.assemble(mcp_tools, [resource])

@@ -33,6 +33,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -409,9 +410,14 @@ def _sibling_files(skill: Skill, limit: int) -> list[str]:
     return files
 
 
+def _attribute(text: str) -> str:
+    """Quote ``text`` for an XML attribute: ``&``, ``<`` and ``"`` only (normal names pass)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
+
+
 def _render(skill: Skill, sample: int) -> str:
     parts = [
-        f'<skill_content name="{skill.name}">',
+        f'<skill_content name="{_attribute(skill.name)}">',
         f"# Skill: {skill.name}",
         "",
         skill.body,
@@ -471,13 +477,14 @@ def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
         metadata = {"name": skill.name, "directory": os.fspath(skill.directory)}
         return ToolResult(_render(skill, sample), metadata=metadata)
 
+    schema = copy.deepcopy(SKILL_INPUT_SCHEMA)
     return Tool(
         "skill",
         load,
         _describe(by_name.values()),
-        SKILL_INPUT_SCHEMA,
+        schema,
         source="skill",
-        validate=schema_validator(SKILL_INPUT_SCHEMA),
+        validate=schema_validator(schema),
     )
 
 
