@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent import _gemini
@@ -180,9 +181,11 @@ class Agent:
                                                  "data": "yes"})
         """
         result: RunResult | None = None
-        async for event in self._events(prompt, history, answer, session, streaming=False):
-            if isinstance(event, Done):
-                result = event.result
+        events = self._events(prompt, history, answer, session, streaming=False)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if isinstance(event, Done):
+                    result = event.result
         assert result is not None
         return result
 
@@ -226,13 +229,15 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `Done` with the result.
 
         Takes the same arguments as `run` and runs the same loop, over Gemini's streaming
         endpoint: text and thoughts arrive as `TextDelta` / `Thought` pieces while the model
         writes. If a model call fails part-way and is retried, a `Retry` event comes before
-        the new attempt's pieces: the pieces of the failed attempt are void.
+        the new attempt's pieces: the pieces of the failed attempt are void. To stop early,
+        iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream cancels
+        the tool calls still running and waits for them.
 
         Example::
 
@@ -242,8 +247,10 @@ class Agent:
                 elif isinstance(event, Done):
                     print(event.result.status)
         """
-        async for event in self._events(prompt, history, answer, session, streaming=True):
-            yield event
+        events = self._events(prompt, history, answer, session, streaming=True)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     @property
     def store(self) -> Store:
@@ -262,11 +269,12 @@ class Agent:
         session: str | None,
         *,
         streaming: bool,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         if session is None:
             run = Run(self._settings, prompt, history, answer, streaming=streaming)
-            async for event in self._drive(run):
-                yield event
+            async with contextlib.aclosing(self._drive(run)) as events:
+                async for event in events:
+                    yield event
             return
         if history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
@@ -283,10 +291,11 @@ class Agent:
             saved = await store.get(session)
             history = saved.contents if saved else None
             run = Run(self._settings, prompt, history, answer, save, streaming=streaming)
-            async for event in self._drive(run):
-                yield event
+            async with contextlib.aclosing(self._drive(run)) as events:
+                async for event in events:
+                    yield event
 
-    async def _drive(self, run: Run) -> AsyncIterator[Event]:
+    async def _drive(self, run: Run) -> AsyncGenerator[Event, None]:
         events = run.events()
         try:
             if self.deadline is None:

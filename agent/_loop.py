@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -133,8 +133,9 @@ class Run:
             if self.turns >= self.s.max_turns:
                 yield await self._end(self.result("incomplete", limit="max_turns"))
                 return
-            async for event in self._fetch():
-                yield event
+            async with contextlib.aclosing(self._fetch()) as events:
+                async for event in events:
+                    yield event
             reply = self._reply
             if reply is None:
                 yield await self._end(self.result("blocked", reason=self._veto))
@@ -147,8 +148,9 @@ class Run:
                 yield await self._end(end)
                 return
             if outcome.kind is Kind.CALLS:
-                async for event in self._execute(reply.calls):
-                    yield event
+                async with contextlib.aclosing(self._execute(reply.calls)) as events:
+                    async for event in events:
+                        yield event
                 pending = self._first_pending()
                 if pending is not None:
                     yield await self._end(self.result("pending", pending=pending))
@@ -206,7 +208,7 @@ class Run:
 
     # -- fetch ------------------------------------------------------------------------------
 
-    async def _fetch(self) -> AsyncIterator[Event]:
+    async def _fetch(self) -> AsyncGenerator[Event, None]:
         """Call the model (with retries); leave the parsed reply in ``self._reply``."""
         self._reply = None
         turn = self.turns + 1
@@ -220,8 +222,9 @@ class Run:
             if changed is not None:
                 request = changed
         try:
-            async for event in self._call(request):
-                yield event
+            async with contextlib.aclosing(self._call(request)) as events:
+                async for event in events:
+                    yield event
         except Exception as exc:
             info = _gemini.error_info(exc)
             if info is None:
@@ -244,7 +247,7 @@ class Run:
                 response = changed
         self._reply = _gemini.parse(response)
 
-    async def _call(self, request: ModelRequest) -> AsyncIterator[Event]:
+    async def _call(self, request: ModelRequest) -> AsyncGenerator[Event, None]:
         """Make the model call under the retry policy; leave the response in ``_response``.
 
         The first attempt runs without the retry machinery (most calls succeed); only a
@@ -254,8 +257,9 @@ class Run:
         self._attempts = 1
         replay: list[Exception] = []
         try:
-            async for event in self._attempt(genai_client, request):
-                yield event
+            async with contextlib.aclosing(self._attempt(genai_client, request)) as events:
+                async for event in events:
+                    yield event
             return
         except Exception as exc:
             info = _gemini.error_info(exc)
@@ -269,10 +273,11 @@ class Run:
                 if replay:
                     raise replay.pop()
                 self._attempts += 1
-                async for event in self._attempt(genai_client, request):
-                    yield event
+                async with contextlib.aclosing(self._attempt(genai_client, request)) as events:
+                    async for event in events:
+                        yield event
 
-    async def _attempt(self, client: Any, request: ModelRequest) -> AsyncIterator[Event]:
+    async def _attempt(self, client: Any, request: ModelRequest) -> AsyncGenerator[Event, None]:
         """One model call: unary, or streamed with text reported as it arrives."""
         if not self.streaming:
             self._response = await _gemini.generate(
@@ -302,7 +307,7 @@ class Run:
 
     # -- execute ----------------------------------------------------------------------------
 
-    async def _execute(self, calls: Sequence[_gemini.Call]) -> AsyncIterator[Event]:
+    async def _execute(self, calls: Sequence[_gemini.Call]) -> AsyncGenerator[Event, None]:
         """Run every call of a turn concurrently; append one user Content of the results."""
         tool_calls = [
             ToolCall(call.name, call.args, call.id, self.turns, i) for i, call in enumerate(calls)
@@ -322,8 +327,13 @@ class Run:
                     results[i] = task.result()
                     yield ToolResultEvent(tool_calls[i], task.result()[1])
         finally:
-            for task in tasks:
+            # Leaving early (an error, a closed stream, a cancellation): stop the other
+            # calls and wait for them, so no tool outlives its run.
+            unfinished = [task for task in tasks if not task.done()]
+            for task in unfinished:
                 task.cancel()
+            if unfinished:
+                await asyncio.wait(unfinished)
         responses = []
         for call, outcome in zip(tool_calls, results, strict=True):
             assert outcome is not None

@@ -10,7 +10,16 @@ import pytest
 import respx
 
 from agent import Agent, RetryPolicy
-from agent.events import Done, Event, Retry, TextDelta, Thought, ToolCall, UsageEvent
+from agent.events import (
+    Done,
+    Event,
+    Retry,
+    TextDelta,
+    Thought,
+    ToolCall,
+    ToolResultEvent,
+    UsageEvent,
+)
 from agent.testing import FakeGemini, error, function_call, reply, thought
 from tests.agent._loop_support import (
     KEY,
@@ -244,3 +253,32 @@ async def test_stream_against_the_strict_fake(tmp_path):
     assert fake.requests[2].function_responses[1]["response"]["output"] == "echo:b"
     assert any(isinstance(e, Retry) for e in events)
     fake.assert_consumed()
+
+
+async def test_leaving_a_stream_early_cancels_running_tools(http, mock):
+    import asyncio
+    import contextlib
+
+    from toolnexus import Tool, toolkit
+
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def forever(args, ctx):
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    tk = toolkit([Tool("forever", forever, "Never ends.", {"type": "object"})])
+    Script(mock, [[chunk(call("forever", {}), call("echo", {"text": "x"}), finish="STOP")]])
+    tk = echo_toolkit(*tk)
+    async with contextlib.aclosing(make_agent(http, tk).stream("go")) as events:
+        async for event in events:
+            if isinstance(event, ToolResultEvent):  # echo is done, forever still runs
+                await started.wait()
+                break
+    assert cancelled.is_set()
