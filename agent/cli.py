@@ -1,13 +1,14 @@
-"""The ``toolnexus-agent`` command line.
+"""The ``toolnexus-agent`` command line: ``run``, ``chat``, ``tools``, ``batch``, ``demo``.
 
-Each subcommand has an ``_add_<name>`` function that declares its parser and sets
+Each subcommand has an ``add_<name>`` function that declares its parser and sets
 ``command`` (a function of the parsed arguments returning the exit code); ``build_parser``
-calls every adder listed in ``_SUBCOMMANDS``, and ``main`` parses and dispatches. For now the
-only subcommand is ``demo``, the offline end-to-end run against the fake Gemini.
+calls every adder listed in ``_SUBCOMMANDS``, and ``main`` parses and dispatches. The
+subcommands live in ``agent._cli_*`` modules and import the SDK only when they run.
 
 Example::
 
     $ toolnexus-agent demo          # or: python -m agent demo
+    $ toolnexus-agent run "How many Python files are here?"
 """
 
 from __future__ import annotations
@@ -16,14 +17,24 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-__all__ = ["main"]
+from agent._cli_common import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+)
+from agent._cli_run import add_run
+from agent._cli_tools import add_tools
 
-EXIT_OK = 0
-"""The command succeeded."""
-EXIT_FAILED = 1
-"""The command ran and failed."""
-EXIT_USAGE = 2
-"""The command line was wrong (argparse's own code)."""
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+_EPILOG = f"""\
+Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY and try
+`toolnexus-agent run "..."`. Every command has its own --help.
+
+{EXIT_CODES_HELP}"""
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -59,6 +70,8 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 _SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
+    add_run,
+    add_tools,
     _add_demo,
 )
 
@@ -66,7 +79,10 @@ _SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="toolnexus-agent", description="Gemini agents with toolnexus tools."
+        prog="toolnexus-agent",
+        description="Gemini agents with toolnexus tools.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     for add in _SUBCOMMANDS:
@@ -87,4 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return command(args)
+    try:
+        return command(args)
+    except CliError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return exc.code
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return EXIT_INTERRUPTED

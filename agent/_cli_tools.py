@@ -1,0 +1,79 @@
+"""``toolnexus-agent tools``: list the toolkit the flags build, or render it as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from agent._cli_common import add_toolkit_flags, build_toolkit, check_toolkit_flags
+
+if TYPE_CHECKING:
+    from toolnexus import Tool
+
+__all__ = ["add_tools"]
+
+_FIRST_LINE = 90
+"""Longest description shown in the list (the JSON formats carry it whole)."""
+
+_EPILOG = """\
+examples:
+  toolnexus-agent tools
+  toolnexus-agent tools --skills ./skills --disable bash --disable webfetch
+  toolnexus-agent tools --format gemini > tools.json
+  toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai"""
+
+
+def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``tools``."""
+    parser = commands.add_parser(
+        "tools",
+        help="list the tools, or print them as Gemini/OpenAI/Anthropic JSON",
+        description=(
+            "Build the toolkit the flags describe (the same flags as `run`) and list each "
+            "tool's name, source and the first line of its description; with --format, "
+            "print the declarations exactly as they would be sent to that provider."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--format",
+        choices=("gemini", "openai", "anthropic"),
+        help="print the rendered JSON for this provider instead of the list",
+    )
+    add_toolkit_flags(parser)
+    parser.set_defaults(command=tools_command)
+
+
+def tools_command(args: argparse.Namespace) -> int:
+    """Run ``tools`` and return its exit code."""
+    own = check_toolkit_flags(args)
+    return asyncio.run(_tools(args, own))
+
+
+async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
+    import toolnexus as tn
+
+    async with await build_toolkit(args, own) as toolkit:
+        if args.format is not None:
+            render = {"gemini": tn.to_gemini, "openai": tn.to_openai, "anthropic": tn.to_anthropic}
+            sys.stdout.write(json.dumps(render[args.format](toolkit), indent=2) + "\n")
+            return 0
+        tools = list(toolkit)
+        name_width = max((len(tool.name) for tool in tools), default=4)
+        source_width = max((len(tool.source) for tool in tools), default=6)
+        for tool in tools:
+            lines = tool.description.strip().splitlines()
+            first = lines[0] if lines else ""
+            if len(first) > _FIRST_LINE:
+                first = first[: _FIRST_LINE - 3].rstrip() + "..."
+            sys.stdout.write(
+                f"{tool.name:<{name_width}}  {tool.source:<{source_width}}  {first}\n".rstrip()
+                + "\n"
+            )
+        if not tools:
+            sys.stderr.write("(no tools: every source is empty or disabled)\n")
+    return 0

@@ -1,0 +1,169 @@
+"""``toolnexus-agent run`` in a subprocess against the fake Gemini over HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.testing import FakeGemini, blocked, error, function_call, reply
+from tests.cli.conftest import Cli, InProcess
+
+TOOLS = ("--no-builtins", "--tools", "clitools:TOOLS")
+
+
+def test_run_json_matches_the_script(cli: Cli) -> None:
+    fake = FakeGemini([function_call("get_weather", {"city": "Paris"}), "It is sunny in Paris."])
+    with fake.serve() as server:
+        done = cli("run", "--json", *TOOLS, "Weather in Paris?", server=server)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed"
+    assert result["text"] == "It is sunny in Paris."
+    assert result["turns"] == 2
+    (call,) = result["tool_calls"]
+    assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris"})
+    assert call["result"] == {"output": "sunny in Paris", "is_error": False}
+    assert [c["role"] for c in result["contents"]] == ["user", "model", "user", "model"]
+    fake.assert_consumed()
+    assert fake.requests[0].contents[0]["parts"][0]["text"] == "Weather in Paris?"
+    assert fake.requests[0].declared_functions == ["get_weather"]
+    assert fake.requests[1].function_responses[0]["response"]["output"] == "sunny in Paris"
+
+
+def test_run_streams_the_answer_to_stdout_and_activity_to_stderr(cli: Cli) -> None:
+    fake = FakeGemini([function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."])
+    with fake.serve() as server:
+        done = cli("run", *TOOLS, "--model", "gemini-test", "Oslo?", server=server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Sunny in Oslo.\n"
+    assert '-> get_weather {"city": "Oslo"}\n' in done.stderr
+    assert "<- get_weather: sunny in Oslo\n" in done.stderr
+    assert fake.requests[0].model == "gemini-test"
+
+
+def test_system_prompt_from_a_file_and_max_turns(inproc: InProcess, workdir: Path) -> None:
+    (workdir / "system.txt").write_text("Answer in French.", encoding="utf-8")
+    fake = FakeGemini([function_call("get_weather", {"city": "Lyon"})])
+    with fake.serve() as server:
+        code, _, err = inproc(
+            "run", *TOOLS, "--system", "@system.txt", "--max-turns", "1", "Lyon?", server=server
+        )
+    assert code == 4, err
+    assert "incomplete: max_turns" in err
+    assert fake.requests[0].system_text == "Answer in French."
+
+
+def test_question_without_a_terminal_ends_pending_with_exit_3(cli: Cli) -> None:
+    ask = function_call("question", {"questions": [{"question": "Which city?"}]})
+    fake = FakeGemini([ask])
+    with fake.serve() as server:
+        done = cli("run", "--json", "Weather?", server=server)
+    assert done.returncode == 3, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "pending"
+    assert result["pending"]["kind"] == "question"
+    assert "Which city?" in result["pending"]["prompt"]
+
+
+def test_question_answered_from_the_answer_flag(cli: Cli) -> None:
+    ask = function_call("question", {"questions": [{"question": "Which city?"}]})
+    fake = FakeGemini([ask, "Rome it is."])
+    with fake.serve() as server:
+        done = cli("run", "--answer", "Rome", "Weather?", server=server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Rome it is.\n"
+    assert "? Which city?" in done.stderr
+    assert fake.requests[1].function_responses[0]["response"]["output"] == '"Rome"'
+
+
+def test_pending_session_is_resumed_with_an_answer(cli: Cli, workdir: Path) -> None:
+    ask = function_call("question", {"questions": [{"question": "Proceed?"}]})
+    fake = FakeGemini([ask, "Done."])
+    store = str(workdir / "s.db")
+    with fake.serve() as server:
+        first = cli("run", "--session", "s1", "--store", store, "Do it", server=server)
+        assert first.returncode == 3, first.stderr
+        assert "--session s1" in first.stderr and "--answer" in first.stderr
+        second = cli("run", "--session", "s1", "--store", store, "--answer", "yes", server=server)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Done.\n"
+    assert fake.requests[1].function_responses[0]["response"]["output"] == '"yes"'
+
+
+def test_blocked_and_failed_runs_have_their_exit_codes(inproc: InProcess) -> None:
+    fake = FakeGemini([blocked("SAFETY"), error(400, "INVALID_ARGUMENT", "bad request")])
+    with fake.serve() as server:
+        blocked_code, _, blocked_err = inproc("run", "--no-builtins", "Bad", server=server)
+        failed_code, failed_out, failed_err = inproc(
+            "run", "--no-builtins", "--json", "Bad", server=server
+        )
+    assert blocked_code == 5, blocked_err
+    assert "blocked: SAFETY" in blocked_err
+    assert failed_code == 1, failed_err
+    result = json.loads(failed_out)
+    assert "400" in result["error"] and "bad request" in result["error"]
+
+
+def test_session_with_a_store_remembers_the_previous_run(cli: Cli, workdir: Path) -> None:
+    fake = FakeGemini(["Hello Ada.", reply("Your name is Ada.")])
+    store = str(workdir / "chats.db")
+    with fake.serve() as server:
+        for prompt in ("I am Ada.", "What is my name?"):
+            done = cli(
+                "run", "--no-builtins", "--session", "a", "--store", store, prompt, server=server
+            )
+            assert done.returncode == 0, done.stderr
+    texts = [part.get("text") for c in fake.requests[1].contents for part in c["parts"]]
+    assert texts == ["I am Ada.", "Hello Ada.", "What is my name?"]
+
+
+def test_fake_scenario_needs_no_key_and_no_server(cli: Cli, workdir: Path) -> None:
+    (workdir / "hello.yaml").write_text(
+        "turns:\n  - expect: {user_text: hello}\n    text: Hi there!\n", encoding="utf-8"
+    )
+    done = cli("run", "--no-builtins", "--fake", "hello.yaml", "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hi there!\n"
+
+
+def test_no_api_key_is_one_clear_paragraph(cli: Cli) -> None:
+    done = cli("run", "hello")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    message = done.stderr.strip()
+    assert "\n" not in message
+    for needle in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "toolnexus-agent demo", "--fake"):
+        assert needle in message
+
+
+def test_usage_errors_name_the_path_and_the_reason(inproc: InProcess, workdir: Path) -> None:
+    (workdir / "mcp.json").write_text("{not json", encoding="utf-8")
+    (workdir / "afile").write_text("", encoding="utf-8")
+    (workdir / "empty").mkdir()
+    code, _, err = inproc("run", "--skills", "no/such/dir", "hi")
+    assert (code, err) == (
+        2,
+        "--skills: cannot read the skills directory no/such/dir: No such file or directory\n",
+    )
+    code, _, err = inproc("tools", "--skills", "empty", "--skills", "afile")
+    assert (code, err) == (
+        2,
+        "--skills: cannot read the skills directory afile: Not a directory\n",
+    )
+    code, _, err = inproc("tools", "--mcp", "mcp.json")
+    assert code == 2 and err.startswith("--mcp: ") and "mcp.json" in err, err
+    code, _, err = inproc("tools", "--tools", "clitools:NUMBER")
+    assert (code, err) == (2, "--tools clitools:NUMBER: int is not a Tool or a function\n")
+    code, _, err = inproc("tools", "--tools", "clitools")
+    assert code == 2 and "expected MODULE:ATTR" in err
+    code, _, err = inproc("tools", "--tools", "nosuchmodule:x")
+    assert code == 2 and "cannot import nosuchmodule" in err
+    code, _, err = inproc("run", "--session", "s", "hi")
+    assert (code, err) == (
+        2,
+        "--session needs --store PATH (the SQLite file that keeps the session)\n",
+    )
+    code, _, err = inproc("run", "--fake", "missing.yaml", "hi")
+    assert (code, err) == (2, "--fake: cannot read missing.yaml: No such file or directory\n")
+    code, _, err = inproc("run", "--system", "@nope.txt", "hi")
+    assert (code, err) == (2, "--system: cannot read nope.txt: No such file or directory\n")

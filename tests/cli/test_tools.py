@@ -1,0 +1,96 @@
+"""``toolnexus-agent tools``: the list and the rendered JSON of the same toolkit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+import toolnexus as tn
+from agent.cli import build_parser
+from tests.cli.conftest import Cli, InProcess
+
+REPO = Path(__file__).resolve().parents[2]
+SKILLS = str(REPO / "examples" / "skills")
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "openai", "anthropic"])
+def test_format_equals_the_library_rendering(cli: Cli, workdir: Path, fmt: str) -> None:
+    # glob and grep are left out: their descriptions list skipped directories in an order
+    # that varies with the string hash seed of the process (".venv"/"venv" tie when sorted).
+    off = ["bash", "glob", "grep"]
+    flags = ["--skills", SKILLS, "--tools", "clitools:ONE"]
+    flags += [arg for name in off for arg in ("--disable", name)]
+    done = cli("tools", "--format", fmt, *flags)
+    assert done.returncode == 0, done.stderr
+    builtins = {"tools": dict.fromkeys(off, False)}
+    tk = tn.build(skills=SKILLS, builtins=builtins, tools=[_weather(workdir)])
+    render = {"gemini": tn.to_gemini, "openai": tn.to_openai, "anthropic": tn.to_anthropic}[fmt]
+    assert json.loads(done.stdout) == render(tk)
+
+
+def _weather(workdir: Path) -> tn.Tool:
+    namespace: dict[str, object] = {}
+    exec((workdir / "clitools.py").read_text(encoding="utf-8"), namespace)
+    tool = namespace["ONE"]
+    assert isinstance(tool, tn.Tool)
+    return tool
+
+
+def test_list_shows_name_source_and_first_line(inproc: InProcess) -> None:
+    code, out, err = inproc(
+        "tools", "--skills", SKILLS, "--disable", "webfetch", "--tools", "clitools:TOOLS"
+    )
+    assert code == 0, err
+    rows = {line.split()[0]: line.split(None, 2)[1:] for line in out.splitlines()}
+    assert "webfetch" not in rows
+    assert rows["get_weather"][1] == "Today's forecast for a city."
+    assert rows["skill"][0] == "skill"
+    assert rows["read"][0] == "builtin"
+    assert len(rows) == 11  # ten built-ins - webfetch + skill + get_weather
+
+
+def test_no_builtins_and_disable_leave_tools_out(inproc: InProcess) -> None:
+    code, out, _ = inproc(
+        "tools", "--no-builtins", "--tools", "clitools:TOOLS", "--format", "gemini"
+    )
+    assert code == 0
+    declarations = json.loads(out)[0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == ["get_weather"]
+    code, out, err = inproc(
+        "tools", "--no-builtins", "--tools", "clitools:TOOLS", "--disable", "get_weather"
+    )
+    assert (code, out) == (0, "")
+    assert "no tools" in err
+
+
+def test_disable_of_an_unknown_tool_is_a_usage_error(inproc: InProcess) -> None:
+    code, _, err = inproc("tools", "--disable", "nope")
+    assert code == 2
+    assert err.startswith("--disable: no tool named 'nope'; the tools are ")
+    assert "read" in err
+
+
+def test_every_subcommand_has_help_with_examples(cli: Cli) -> None:
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    commands = list(subparsers.choices)
+    assert set(commands) >= {"run", "tools", "demo"}
+    top = cli("--help")
+    assert top.returncode == 0
+    assert "exit codes:" in top.stdout and "toolnexus-agent demo" in top.stdout
+    for name in commands:
+        done = cli(name, "--help")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"usage: toolnexus-agent {name}")
+        if name != "demo":
+            assert "examples:" in done.stdout
+
+
+def test_the_documented_default_model_is_the_agents() -> None:
+    import agent
+    from agent._cli_common import DEFAULT_MODEL_NAME
+
+    assert DEFAULT_MODEL_NAME == agent.DEFAULT_MODEL
