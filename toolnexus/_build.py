@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolnexus._registry import BUILTINS, BuiltinSettings, Limits
+from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
 from toolnexus._skills import Skill, discover_skills, skill_tool
 from toolnexus.tool import Resource, Tool, Toolkit
 
@@ -103,6 +103,7 @@ def _settings(
     skill_dirs: Sequence[Path],
     confine: bool,
     limits: Limits | None,
+    hidden_env: Iterable[str] | None = None,
 ) -> BuiltinSettings:
     base = Path(root) if root is not None else Path.cwd()
     if not base.exists():
@@ -114,6 +115,7 @@ def _settings(
         read_only=tuple(d.resolve() for d in skill_dirs),
         confine=confine,
         limits=limits or Limits(),
+        hidden_env=DEFAULT_HIDDEN_ENV if hidden_env is None else frozenset(hidden_env),
     )
 
 
@@ -148,8 +150,11 @@ def _plan(
     confine: bool,
     limits: Limits | None,
     skill_files: int,
+    hidden_env: Iterable[str] | None,
 ) -> _Plan:
-    settings = _settings(root, skill_dirs, confine, limits)
+    if isinstance(hidden_env, str):
+        raise TypeError("hidden_env must be a collection of variable names, not one string")
+    settings = _settings(root, skill_dirs, confine, limits, hidden_env)
     _builtin_names(builtins)  # a bad option fails before any MCP server starts
     return _Plan(found, skill_files, builtins, settings, list(tools))
 
@@ -168,6 +173,7 @@ def build(
     confine: bool = True,
     limits: Limits | None = None,
     skill_files: int = 10,
+    hidden_env: Iterable[str] | None = None,
 ) -> Toolkit:
     """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
 
@@ -183,6 +189,8 @@ def build(
         confine: ``False`` lets file tools reach outside ``root`` (trusted hosts only).
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
+        hidden_env: Environment variables ``bash`` commands do not see; default
+            ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes everything).
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
@@ -199,7 +207,15 @@ def build(
     """
     skill_dirs = _skill_dirs(skills)
     plan = _plan(
-        skill_dirs, _discover(skill_dirs), builtins, tools, root, confine, limits, skill_files
+        skill_dirs,
+        _discover(skill_dirs),
+        builtins,
+        tools,
+        root,
+        confine,
+        limits,
+        skill_files,
+        hidden_env,
     )
     if mcp is None:
         return plan.assemble((), ())
@@ -219,6 +235,7 @@ async def build_async(
     confine: bool = True,
     limits: Limits | None = None,
     skill_files: int = 10,
+    hidden_env: Iterable[str] | None = None,
 ) -> Toolkit:
     """Async `build`: connects MCP servers on the running event loop.
 
@@ -233,7 +250,7 @@ async def build_async(
     """
     skill_dirs = _skill_dirs(skills)
     found = await asyncio.to_thread(_discover, skill_dirs) if skill_dirs else []
-    plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files)
+    plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files, hidden_env)
     if mcp is None:
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp_async

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from toolnexus.tool import Tool
 
-__all__ = ["BUILTINS", "BuiltinSettings", "Limits", "register"]
+__all__ = ["BUILTINS", "DEFAULT_HIDDEN_ENV", "BuiltinSettings", "Limits", "register"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,10 @@ class Limits:
     """Largest file ``read``, ``edit`` and ``grep`` will load whole (bytes)."""
 
 
+DEFAULT_HIDDEN_ENV = frozenset({"GEMINI_API_KEY", "GOOGLE_API_KEY"})
+"""The API keys of the Gemini agent, kept out of ``bash`` commands by default."""
+
+
 @dataclass(frozen=True, slots=True)
 class BuiltinSettings:
     """What every built-in tool is built with."""
@@ -42,6 +46,9 @@ class BuiltinSettings:
     """False lifts workspace confinement (for trusted hosts only)."""
     limits: Limits = field(default_factory=Limits)
     """Output caps."""
+    hidden_env: frozenset[str] = field(default_factory=lambda: DEFAULT_HIDDEN_ENV)
+    """Environment variables ``bash`` commands do not see (so ``echo $GEMINI_API_KEY``
+    cannot put the key into the transcript). Set it to ``frozenset()`` to pass everything."""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]

@@ -7,9 +7,12 @@ so a command printing gigabytes costs no memory. On a timeout, and when the call
 cancelled, the whole process group is killed; a process that left the group (``setsid``)
 is not, and the output pipe is closed even while such a process still holds it.
 
-This is not a sandbox: the command can do anything the host user can. Drop the tool
-(``build(builtins={"tools": {"bash": False}})``) or replace it with your own for
-untrusted models.
+The command inherits the host's environment except the variables in
+``BuiltinSettings.hidden_env`` (by default ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY``, so a
+command cannot print the agent's key into the transcript; ``build(hidden_env=...)``
+changes the set). This is not a sandbox: the command can do anything the host user
+can. Drop the tool (``build(builtins={"tools": {"bash": False}})``) or replace it with
+your own for untrusted models.
 """
 
 from __future__ import annotations
@@ -143,24 +146,41 @@ class _Outcome:
     """A process that left the process group (setsid) still holds the output."""
 
 
-async def _run(command: str, cwd: Path, seconds: float, limits: Limits) -> ToolResult:
+def _environment(hidden: frozenset[str]) -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name not in hidden}
+
+
+async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSettings) -> ToolResult:
+    limits = settings.limits
     shell = shutil.which("bash") or "/bin/sh"
     out = _Output(keep=limits.max_bytes)
     loop = asyncio.get_running_loop()
-    try:
-        transport, shell_proc = await loop.subprocess_exec(
+    starting = asyncio.ensure_future(
+        loop.subprocess_exec(
             lambda: _Shell(out),
             shell,
             "-c",
             command,
             cwd=cwd,
+            env=_environment(settings.hidden_env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )
+    )
+    try:
+        transport, shell_proc = await asyncio.shield(starting)
     except OSError as exc:
         raise ToolError(f"Could not start {shell}: {exc.strerror or exc}") from None
+    except asyncio.CancelledError:
+        # The command may already run (asyncio only kills the shell itself when a start
+        # is cancelled): let the start finish, then kill the whole group.
+        with contextlib.suppress(Exception):
+            started, _ = await starting
+            _kill_group(started.get_pid())
+            started.close()
+        raise
     pid = transport.get_pid()
     outcome = _Outcome()
     try:
@@ -238,6 +258,6 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
             ) from None
         if not usable:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
-        return await _run(command, cwd, timeout, settings.limits)
+        return await _run(command, cwd, timeout, settings)
 
     return builtin_tool("bash", execute, _DESCRIPTION, BASH_SCHEMA)

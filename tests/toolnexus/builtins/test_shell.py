@@ -264,3 +264,15 @@ def test_huge_timeouts_name_the_field(tk: Toolkit, timeout: object, message: str
     result = bash(tk, "echo hi", timeout=timeout)
     assert result.is_error is True
     assert message in result.output
+
+
+def test_api_keys_are_hidden_from_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "gemini-secret-value")
+    monkeypatch.setenv("GOOGLE_API_KEY", "google-secret-value")
+    monkeypatch.setenv("TOOLNEXUS_VISIBLE", "seen")
+    command = 'echo "[$GEMINI_API_KEY][$GOOGLE_API_KEY][$TOOLNEXUS_VISIBLE]"'
+    assert bash(toolnexus.build(root=tmp_path), command).output == "[][][seen]\n"
+    custom = toolnexus.build(root=tmp_path, hidden_env=["TOOLNEXUS_VISIBLE"])
+    assert bash(custom, command).output == "[gemini-secret-value][google-secret-value][]\n"
+    with pytest.raises(TypeError, match="not one string"):
+        toolnexus.build(root=tmp_path, hidden_env="GEMINI_API_KEY")
