@@ -142,7 +142,8 @@ class FakeGemini:
     (a text answer), a builder value (``reply``, ``function_call``, ``error``, ``delay``,
     ``blocked``...) or a raw ``GenerateContentResponse`` dict. An entry of the sequence may
     itself be a function, to compute one step from the request; an ``AssertionError`` it
-    raises fails that request (HTTP 500) and ``assert_consumed()``.
+    raises fails that request (HTTP 400 ``FAILED_PRECONDITION``, which clients do not retry)
+    and ``assert_consumed()``.
 
     With ``strict=True`` (the default) every request is first checked the way Gemini checks
     it: a broken rule gets ``400 INVALID_ARGUMENT`` with a precise message and does not use
@@ -403,8 +404,10 @@ class FakeGemini:
         return entry
 
     def _fail(self, message: str) -> _Outcome:
+        # 400, not 500: a client (the agent included) retries a 5xx with backoff, which would
+        # only delay the test's failure; FAILED_PRECONDITION is final and names the problem.
         self.failures.append(message)
-        return _error_outcome(500, "INTERNAL", f"FakeGemini: {message}")
+        return _error_outcome(400, "FAILED_PRECONDITION", f"FakeGemini: {message}")
 
     def _emit(
         self, value: Reply | ErrorReply | Delayed, record: RecordedRequest, stream: bool

@@ -322,8 +322,8 @@ def delay(seconds: float, then: ReplyLike | FunctionCallPart) -> Delayed:
 def expect(check: Callable[[dict[str, Any]], str | None], then: ReplyLike) -> Checked:
     """Answer ``then`` only if ``check(request_body)`` returns ``None``.
 
-    Otherwise the fake answers HTTP 500 naming the problem and records it, so
-    ``assert_consumed()`` fails too.
+    Otherwise the fake answers HTTP 400 ``FAILED_PRECONDITION`` (not retried) naming the
+    problem and records it, so ``assert_consumed()`` fails too.
 
     Example::
 

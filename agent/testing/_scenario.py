@@ -30,8 +30,8 @@ reply, in the vocabulary of the reply builders::
       - raw: {candidates: [...]}            # a raw GenerateContentResponse
 
 ``expect`` may also hold ``user_text`` (the latest user text contains it) and ``tools``
-(these function names are declared). A failed expectation or capture answers HTTP 500 and
-fails ``assert_consumed()``.
+(these function names are declared). A failed expectation or capture answers HTTP 400
+``FAILED_PRECONDITION`` (final, so clients do not retry it) and fails ``assert_consumed()``.
 """
 
 from __future__ import annotations

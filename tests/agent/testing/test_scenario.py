@@ -69,10 +69,11 @@ async def test_the_example_scenario_drives_the_sdk() -> None:
     fake.assert_consumed()
 
 
-async def test_expectation_failure_is_a_500_and_fails_assert_consumed() -> None:
+async def test_expectation_failure_is_a_final_400_and_fails_assert_consumed() -> None:
     fake = load_scenario("turns:\n  - expect: {user_text: hello}\n    text: hi\n")
-    with pytest.raises(errors.ServerError, match=r"turn 1: no user text contains 'hello'"):
+    with pytest.raises(errors.ClientError, match=r"turn 1: no user text contains 'hello'") as err:
         await fake.client().aio.models.generate_content(model=MODEL, contents="goodbye")
+    assert (err.value.code, err.value.status) == (400, "FAILED_PRECONDITION")
     with pytest.raises(FakeGeminiError, match="failed its expectation"):
         fake.assert_consumed()
 
@@ -86,7 +87,7 @@ async def test_expect_tools_and_function_response_contents() -> None:
         ]
     )
     client = fake.client()
-    with pytest.raises(errors.ServerError, match="functions not declared: b"):
+    with pytest.raises(errors.ClientError, match="functions not declared: b"):
         await client.aio.models.generate_content(model=MODEL, contents="go", config=_tools("a"))
     call = await client.aio.models.generate_content(model=MODEL, contents="go", config=_tools("a"))
     part = parts(call)[0]
@@ -97,7 +98,7 @@ async def test_expect_tools_and_function_response_contents() -> None:
         content(call),
         _answer(content(call), {"a": "7"}),
     ]
-    with pytest.raises(errors.ServerError, match="does not contain '42'"):
+    with pytest.raises(errors.ClientError, match="does not contain '42'"):
         await client.aio.models.generate_content(model=MODEL, contents=contents, config=_tools("a"))
 
 
@@ -144,7 +145,7 @@ async def test_capture_without_a_match_fails_the_turn() -> None:
         content(call),
         _answer(content(call), {"a": "none"}),
     ]
-    with pytest.raises(errors.ServerError, match="capture 'n' found no match"):
+    with pytest.raises(errors.ClientError, match="capture 'n' found no match"):
         await client.aio.models.generate_content(model=MODEL, contents=contents, config=_tools("a"))
 
 

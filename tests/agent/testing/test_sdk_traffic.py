@@ -248,13 +248,14 @@ async def test_model_as_a_function_sees_each_request() -> None:
     fake.assert_consumed()
 
 
-async def test_model_function_that_raises_is_a_500_and_a_failure() -> None:
+async def test_model_function_that_raises_is_a_final_400_and_a_failure() -> None:
     def model(request: dict[str, Any]) -> Any:
         raise KeyError("nope")
 
     fake = FakeGemini(model)
-    with pytest.raises(errors.ServerError, match="model function raised KeyError"):
+    with pytest.raises(errors.ClientError, match="model function raised KeyError") as err:
         await fake.client().aio.models.generate_content(model=MODEL, contents="hi")
+    assert (err.value.code, err.value.status) == (400, "FAILED_PRECONDITION")
     with pytest.raises(FakeGeminiError, match="KeyError"):
         fake.assert_consumed()
 
@@ -396,7 +397,7 @@ async def test_expect_checks_the_request_before_answering() -> None:
     config = types.GenerateContentConfig(system_instruction="Be kind.")
     ok = await client.aio.models.generate_content(model=MODEL, contents="hi", config=config)
     assert ok.text == "ok"
-    with pytest.raises(errors.ServerError, match="no system instruction"):
+    with pytest.raises(errors.ClientError, match="no system instruction"):
         await client.aio.models.generate_content(model=MODEL, contents="hi")
     with pytest.raises(FakeGeminiError, match="request #1 failed its expectation"):
         fake.assert_consumed()
@@ -406,8 +407,9 @@ async def test_script_exhaustion_and_unused_replies_are_reported() -> None:
     fake = FakeGemini(["one"])
     client = fake.client()
     await client.aio.models.generate_content(model=MODEL, contents="hi")
-    with pytest.raises(errors.ServerError, match=r"FakeGemini: script exhausted: request #1"):
+    with pytest.raises(errors.ClientError, match=r"FakeGemini: script exhausted: request #1"):
         await client.aio.models.generate_content(model=MODEL, contents="hi")
+    assert [r.status for r in fake.requests] == [200, 400]
     with pytest.raises(FakeGeminiError, match="script exhausted"):
         fake.assert_consumed()
     unused = FakeGemini(["a", "b"])
