@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from toolnexus._schema import json_type
 from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult
 
 __all__ = ["execute", "execute_async"]
@@ -29,18 +30,6 @@ _DEFAULT_CONTEXT = ToolContext()
 
 def _error(message: str) -> ToolResult:
     return ToolResult(message, is_error=True)
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return f"a {type(value).__name__}"
 
 
 def _unknown(tk: Toolkit, name: object) -> ToolResult:
@@ -215,7 +204,8 @@ async def execute_async(
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
-        return _error(f"Arguments for tool {name!r} must be a JSON object, got {_json_type(args)}.")
+        got = json_type(args, article=True)
+        return _error(f"Arguments for tool {name!r} must be a JSON object, got {got}.")
     try:
         call_args = tool.validate(args) if tool.validate else dict(args)
         value = await _run_bounded(tool, call_args, ctx)

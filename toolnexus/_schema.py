@@ -14,7 +14,7 @@ from typing import Any
 
 from toolnexus.tool import ArgumentError, Validator
 
-__all__ = ["check", "schema_validator"]
+__all__ = ["check", "json_type", "schema_validator"]
 
 _JSON_TYPES = {
     "string": "string",
@@ -27,7 +27,16 @@ _JSON_TYPES = {
 }
 
 
-def _type_name(value: Any) -> str:
+def json_type(value: Any, *, article: bool = False) -> str:
+    """Name the JSON type of ``value`` as messages show it: ``"integer"``, ``"array"``...
+
+    With ``article`` the name gets "a"/"an" (``"an array"``).
+    """
+    name = _json_type_name(value)
+    return _article(name) if article else name
+
+
+def _json_type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -46,7 +55,7 @@ def _type_name(value: Any) -> str:
 
 
 def _is_type(value: Any, expected: str) -> bool:
-    actual = _type_name(value)
+    actual = json_type(value)
     if expected == "number":
         return actual in ("number", "integer")
     if expected == "integer":
@@ -66,7 +75,7 @@ def _check_type(value: Any, schema: Mapping[str, Any], path: str) -> str | None:
     if any(_is_type(value, t) for t in options if t in _JSON_TYPES):
         return None
     wanted = " or ".join(options)
-    return f"{_where(path)} must be {_article(wanted)}, got {_type_name(value)}"
+    return f"{_where(path)} must be {_article(wanted)}, got {json_type(value)}"
 
 
 def _article(word: str) -> str:
@@ -84,7 +93,7 @@ def check(value: Any, schema: Mapping[str, Any], path: str = "") -> list[str]:
         problems.append(f"{_where(path)} must be one of {allowed}, got {value!r}")
     if "anyOf" in schema and all(check(value, s, path) for s in schema["anyOf"]):
         problems.append(f"{_where(path)} matches none of the allowed shapes")
-    if _type_name(value) in ("integer", "number"):
+    if json_type(value) in ("integer", "number"):
         problems += _check_bounds(value, schema, path)
     if isinstance(value, Mapping):
         problems += _check_object(value, schema, path)

@@ -125,7 +125,7 @@ HOSTILE: list[tuple[str, Any, Any, str]] = [
     ("echo", [], None, "must be a JSON object, got an array"),
     ("echo", ["text"], None, "must be a JSON object, got an array"),
     ("echo", "text=hi", None, "must be a JSON object, got a string"),
-    ("echo", 7, None, "must be a JSON object, got a number"),
+    ("echo", 7, None, "must be a JSON object, got an integer"),  # the schema's type names
     ("echo", 7.5, None, "must be a JSON object, got a number"),
     ("echo", True, None, "must be a JSON object, got a boolean"),
     ("echo", None, None, "missing required argument `text`"),
