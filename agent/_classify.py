@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from agent._gemini import Call, Reply
@@ -42,8 +41,7 @@ class Kind(Enum):
     EMPTY = "empty"
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """A classified turn: its kind and, for ``BLOCKED``/``MALFORMED``, the reason."""
 
     kind: Kind

@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from google import genai
@@ -267,8 +267,7 @@ def replace_response(content: types.Content, index: int, response: dict[str, Any
     return types.Content(role=content.role, parts=parts)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One function call of a model turn."""
 
     name: str
@@ -276,7 +275,7 @@ class Call:
     id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
     """The parts of a response the loop decides on; ``content`` is the SDK Content verbatim."""
 
@@ -448,8 +447,7 @@ def _plain_text(part: types.Part) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorInfo:
+class ErrorInfo(NamedTuple):
     """A model-call failure, translated from the SDK or httpx exception."""
 
     code: int | None

@@ -48,7 +48,7 @@ Checkpoint = Callable[[list[dict[str, Any]], Request | None], Awaitable[None]]
 """Saves the transcript (and the request it waits on) after each completed turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Settings:
     """Everything a run needs from its agent; built once per agent."""
 
