@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from agent._cli_batch import add_batch
 from agent._cli_common import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -72,6 +73,7 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 _SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
     add_run,
     add_tools,
+    add_batch,
     _add_demo,
 )
 

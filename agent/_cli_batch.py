@@ -1,0 +1,406 @@
+"""``toolnexus-agent batch``: run a file of tasks concurrently into a resumable JSON Lines file.
+
+Every finished task is appended to the output as one JSON line, in a single write followed
+by fsync, so a crash or Ctrl-C loses only the tasks in flight. On the next run, tasks whose
+id is already in the output are skipped, and a partial last line (a write cut short by a
+crash) is dropped first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agent._cli_common import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    add_agent_flags,
+    add_toolkit_flags,
+    agent_log,
+    build_toolkit,
+    check_toolkit_flags,
+    open_factory,
+    read_system,
+    report_fake,
+)
+
+if TYPE_CHECKING:
+    from agent._cli_common import AgentFactory
+    from toolnexus import Tool, Toolkit
+
+__all__ = ["Task", "add_batch", "load_tasks", "read_finished"]
+
+_EPILOG = f"""\
+tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
+
+  defaults: {{model: gemini-2.5-flash, max_turns: 10, system: "Be brief."}}
+  tasks:
+    - id: readme
+      prompt: Summarise README.md in one sentence.
+    - id: todo
+      prompt: List the TODO comments under src/.
+      model: gemini-2.5-pro            # per-task overrides: model, system, max_turns
+
+Each task needs a unique `id` and a `prompt`. A task's own fields win over `defaults`,
+which win over the command-line flags.
+
+output: one JSON line per finished task, written as it finishes:
+  {{"id": ..., "status": "completed", "text": ..., "usage": {{...}}, "turns": 2,
+   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null}}
+`status` is completed, pending, blocked, incomplete or failed (then `error` says why).
+Run the same command again to resume: tasks already in the output are skipped
+(--retry-failed runs the failed ones again).
+
+examples:
+  toolnexus-agent batch tasks.yaml --out results.jsonl
+  toolnexus-agent batch tasks.yaml --out results.jsonl --concurrency 8 --skills ./skills
+  toolnexus-agent batch tasks.yaml --out results.jsonl --fake scenario.yaml
+
+exit code: 0 when every task completed, 1 when any did not, 2 for a usage error,
+130 when interrupted (finished tasks are kept; run again to resume).
+
+{EXIT_CODES_HELP}"""
+
+_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns"})
+_DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
+_BAR_WIDTH = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a batch file, with the defaults already applied."""
+
+    id: str
+    prompt: str
+    model: str | None = None
+    system: str | None = None
+    max_turns: int | None = None
+
+
+def add_batch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``batch``."""
+    parser = commands.add_parser(
+        "batch",
+        help="run a YAML file of tasks concurrently into a resumable JSONL file",
+        description=(
+            "Run every task of TASKS (a YAML or JSON file) with the chosen tools, N at a\n"
+            "time, and append one JSON line per finished task to --out. Interrupted or\n"
+            "crashed batches resume where they stopped."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("tasks", metavar="TASKS", help="the tasks file (.yaml, .yml or .json)")
+    parser.add_argument(
+        "--out", required=True, metavar="RESULTS.jsonl", help="where results are appended"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="tasks run at the same time (default: 4)",
+    )
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the tasks whose recorded status is `failed`",
+    )
+    add_toolkit_flags(parser)
+    add_agent_flags(parser)
+    parser.set_defaults(command=batch_command)
+
+
+# --------------------------------------------------------------------------- input
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Read a tasks file; every problem is a `CliError` naming the task and the field."""
+    import yaml
+
+    try:
+        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"batch: cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CliError(f"batch: {path} is not valid YAML: {exc}") from None
+    defaults: Mapping[str, Any] = {}
+    if isinstance(data, Mapping):
+        unknown = set(data) - {"defaults", "tasks"}
+        if unknown:
+            raise CliError(f"batch: {path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, Mapping):
+            raise CliError(f"batch: {path}: `defaults` must be a mapping")
+        _check_keys(defaults, _DEFAULT_KEYS, f"{path}: defaults")
+        data = data.get("tasks")
+    if not isinstance(data, list) or not data:
+        raise CliError(f"batch: {path}: expected a non-empty list of tasks (or `tasks:` list)")
+    tasks = [_task({**defaults, **_mapping(item, path, i)}, path, i) for i, item in enumerate(data)]
+    seen: dict[str, int] = {}
+    for index, task in enumerate(tasks):
+        if task.id in seen:
+            raise CliError(
+                f"batch: {path}: duplicate task id {task.id!r} (tasks {seen[task.id] + 1} "
+                f"and {index + 1}); ids must be unique to resume"
+            )
+        seen[task.id] = index
+    return tasks
+
+
+def _mapping(item: Any, path: str | Path, index: int) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise CliError(f"batch: {path}: task {index + 1} is not a mapping with id and prompt")
+    return item
+
+
+def _check_keys(item: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = set(map(str, item)) - allowed
+    if unknown:
+        raise CliError(
+            f"batch: {where}: unknown field(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
+    where = f"{path}: task {index + 1}"
+    _check_keys(item, _TASK_KEYS, where)
+    task_id, prompt = item.get("id"), item.get("prompt")
+    if not isinstance(task_id, str | int) or isinstance(task_id, bool) or str(task_id) == "":
+        raise CliError(f"batch: {where}: `id` must be a non-empty string or number")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise CliError(f"batch: {where} ({task_id}): `prompt` must be non-empty text")
+    max_turns = item.get("max_turns")
+    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+        raise CliError(f"batch: {where} ({task_id}): `max_turns` must be a whole number >= 1")
+    model, system = item.get("model"), item.get("system")
+    for name, value in (("model", model), ("system", system)):
+        if value is not None and not isinstance(value, str):
+            raise CliError(f"batch: {where} ({task_id}): `{name}` must be text")
+    return Task(str(task_id), prompt, model, system, max_turns)
+
+
+def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
+    """Return ``{task id: last recorded status}`` of an output file (empty when missing).
+
+    A last line without its newline is a write a crash cut short: it is cut off the file,
+    so the task runs again. Lines that are not JSON objects with an ``id`` are ignored.
+    """
+    target = Path(path)
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise CliError(f"batch: cannot read {path}: {exc.strerror or exc}") from None
+    if raw and not raw.endswith(b"\n"):
+        keep = raw.rfind(b"\n") + 1
+        os.truncate(target, keep)
+        err.write(f"{path}: dropped an unfinished last line ({len(raw) - keep} bytes)\n")
+        raw = raw[:keep]
+    finished: dict[str, str] = {}
+    for number, line in enumerate(raw.splitlines(), 1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or "id" not in record:
+            err.write(f"{path}:{number}: not a result line; ignored\n")
+            continue
+        finished[str(record["id"])] = str(record.get("status"))
+    return finished
+
+
+# --------------------------------------------------------------------------- output
+
+
+class _Output:
+    """Appends one JSON line per result with one ``write`` and an ``fsync``."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CliError(f"batch: cannot open {path}: {exc.strerror or exc}") from None
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        data = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+@dataclass
+class _Progress:
+    """Counts, and a one-line bar on a terminal (a plain line per task otherwise)."""
+
+    total: int
+    err: TextIO
+    tty: bool
+    done: int = 0
+    running: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    def started(self) -> None:
+        self.running += 1
+        self._draw()
+
+    def finished(self, record: Mapping[str, Any]) -> None:
+        self.running -= 1
+        self.done += 1
+        status = str(record["status"])
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if self.tty:
+            self._draw()
+        else:
+            detail = f": {record['error']}" if record.get("error") else ""
+            self.err.write(
+                f"[{self.done}/{self.total}] {record['id']} {status} "
+                f"({record['duration']:.1f} s){detail}\n"
+            )
+            self.err.flush()
+
+    def _draw(self) -> None:
+        if not self.tty:
+            return
+        filled = _BAR_WIDTH * self.done // max(self.total, 1)
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        failed = sum(n for status, n in self.statuses.items() if status != "completed")
+        self.err.write(
+            f"\r[{bar}] {self.done}/{self.total} done, {self.running} running, "
+            f"{failed} not completed "
+        )
+        self.err.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.err.write("\n")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    """Run ``batch`` and return its exit code."""
+    if args.concurrency < 1:
+        raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
+    tasks = load_tasks(args.tasks)
+    err = sys.stderr
+    own = check_toolkit_flags(args)
+    system = read_system(args.system)
+    finished = read_finished(args.out, err)
+    todo = [
+        task
+        for task in tasks
+        if task.id not in finished or (args.retry_failed and finished[task.id] == "failed")
+    ]
+    skipped = len(tasks) - len(todo)
+    if skipped:
+        err.write(f"{skipped} of {len(tasks)} tasks are already in {args.out}; skipping them\n")
+    output = _Output(args.out)
+    progress = _Progress(len(todo), err, err.isatty())
+    try:
+        if todo:
+            with agent_log(args.verbose):
+                asyncio.run(_batch(args, todo, own, system, output, progress, finished))
+    except KeyboardInterrupt:
+        progress.close()
+        err.write(f"interrupted: {progress.done} tasks recorded this run; run again to resume\n")
+        raise
+    finally:
+        output.close()
+    progress.close()
+    statuses = [finished.get(task.id, "missing") for task in tasks]
+    counts = {status: statuses.count(status) for status in dict.fromkeys(statuses)}
+    summary = ", ".join(f"{count} {status}" for status, count in counts.items())
+    err.write(f"{len(tasks)} tasks: {summary}; results in {args.out}\n")
+    return EXIT_OK if set(statuses) == {"completed"} else EXIT_FAILED
+
+
+async def _batch(
+    args: argparse.Namespace,
+    todo: list[Task],
+    own: list[Tool],
+    system: str | None,
+    output: _Output,
+    progress: _Progress,
+    finished: dict[str, str],
+) -> None:
+    queue: asyncio.Queue[Task] = asyncio.Queue()
+    for task in todo:
+        queue.put_nowait(task)
+
+    async def worker(factory: AgentFactory, toolkit: Toolkit) -> None:
+        while not queue.empty():
+            task = queue.get_nowait()
+            progress.started()
+            record = await _run_task(factory, toolkit, task, args, system)
+            output.append(record)
+            finished[task.id] = record["status"]
+            progress.finished(record)
+
+    async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
+        workers = min(args.concurrency, len(todo))
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker(factory, toolkit))
+        report_fake(factory, sys.stderr)
+
+
+async def _run_task(
+    factory: AgentFactory,
+    toolkit: Toolkit,
+    task: Task,
+    args: argparse.Namespace,
+    system: str | None,
+) -> dict[str, Any]:
+    from agent.errors import RunError
+
+    start = time.monotonic()
+    record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
+    try:
+        agent = factory.make(
+            toolkit,
+            model=task.model or args.model,
+            system=task.system if task.system is not None else system,
+            max_turns=task.max_turns or args.max_turns,
+        )
+        result = await agent.run(task.prompt)
+        error = None
+    except RunError as exc:
+        result, error = exc.result, str(exc)
+    except Exception as exc:  # one task's failure must not stop the batch
+        record.update(turns=0, duration=round(time.monotonic() - start, 3))
+        record.update(model=task.model or factory.model, tool_calls=0, reason=None, limit=None)
+        record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
+        return record
+    record.update(
+        status="failed" if error else result.status,
+        text=result.text,
+        usage=result.usage.to_dict(),
+        turns=result.turns,
+        duration=round(time.monotonic() - start, 3),
+        model=result.model,
+        tool_calls=len(result.tool_calls),
+        reason=result.reason,
+        limit=result.limit,
+    )
+    if error:
+        record["error"] = error
+    return record

@@ -1,0 +1,201 @@
+"""``toolnexus-agent batch``: concurrency, per-task overrides, failures, kill and resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.testing import FakeGemini, delay, error
+from agent.testing._replies import ReplyLike
+from tests.cli.conftest import Cli, InProcess, cli_env
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return str(body["contents"][0]["parts"][0]["text"])
+
+
+def _answer_by_prompt(pause: float = 0.0) -> Any:
+    def model(body: dict[str, Any]) -> ReplyLike:
+        prompt = _prompt(body)
+        if prompt.startswith("fail"):
+            return error(400, "INVALID_ARGUMENT", f"cannot do {prompt}")
+        return delay(pause, f"answer to {prompt}") if pause else f"answer to {prompt}"
+
+    return model
+
+
+def _write_tasks(path: Path, count: int) -> None:
+    tasks = [{"id": f"t{i:02d}", "prompt": f"task {i}"} for i in range(count)]
+    path.write_text(yaml.safe_dump({"defaults": {"max_turns": 3}, "tasks": tasks}), "utf-8")
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _prompts(fake: FakeGemini) -> Counter[str]:
+    return Counter(_prompt(request.body) for request in fake.requests)
+
+
+def test_twenty_tasks_at_concurrency_four_complete(cli: Cli, workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 20)
+    fake = FakeGemini(_answer_by_prompt(0.05))
+    with fake.serve() as server:
+        done = cli(
+            "batch",
+            "tasks.yaml",
+            "--out",
+            "out.jsonl",
+            "--concurrency",
+            "4",
+            "--no-builtins",
+            server=server,
+        )
+        again = cli("batch", "tasks.yaml", "--out", "out.jsonl", "--no-builtins", server=server)
+    assert done.returncode == 0, done.stderr
+    records = _records(workdir / "out.jsonl")
+    assert sorted(r["id"] for r in records) == [f"t{i:02d}" for i in range(20)]
+    for record in records:
+        number = int(record["id"][1:])
+        assert record["status"] == "completed"
+        assert record["text"] == f"answer to task {number}"
+        assert record["turns"] == 1 and record["usage"]["total"] > 0
+        assert record["duration"] >= 0.05
+    assert "[20/20]" in done.stderr
+    assert done.stderr.endswith("20 tasks: 20 completed; results in out.jsonl\n")
+    assert _prompts(fake) == Counter(f"task {i}" for i in range(20))
+    assert again.returncode == 0, again.stderr
+    assert "20 of 20 tasks are already in out.jsonl; skipping them" in again.stderr
+    assert len(fake.requests) == 20
+
+
+def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 20)
+    out = workdir / "out.jsonl"
+    fake = FakeGemini(_answer_by_prompt(0.2))
+    command = [
+        sys.executable,
+        "-m",
+        "agent",
+        "batch",
+        "tasks.yaml",
+        "--out",
+        "out.jsonl",
+        "--concurrency",
+        "4",
+        "--no-builtins",
+    ]
+    with fake.serve() as server:
+        env = cli_env(server)
+        first = subprocess.Popen(command, cwd=workdir, env=env, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not out.exists() or out.read_text("utf-8").count("\n") < 5:
+                assert first.poll() is None, "the batch ended before it could be killed"
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        finally:
+            first.kill()
+            first.wait()
+        before = _records(out)
+        assert 5 <= len(before) < 20
+        # A crash in the middle of a write leaves a partial line: resume drops it.
+        with out.open("a", encoding="utf-8") as file:
+            file.write('{"id": "t19", "status": "compl')
+        requests_before = len(fake.requests)
+        second = subprocess.run(
+            command, cwd=workdir, env=env, capture_output=True, text=True, timeout=60
+        )
+    assert second.returncode == 0, second.stderr
+    assert "dropped an unfinished last line" in second.stderr
+    assert f"{len(before)} of 20 tasks are already in out.jsonl" in second.stderr
+    after = _records(out)
+    assert after[: len(before)] == before
+    assert sorted(r["id"] for r in after) == [f"t{i:02d}" for i in range(20)]
+    assert all(r["status"] == "completed" for r in after)
+    resumed = Counter(_prompt(r.body) for r in fake.requests[requests_before:])
+    finished_first = {f"task {int(r['id'][1:])}" for r in before}
+    assert not finished_first & set(resumed), "a finished task was run again"
+    assert len(resumed) == 20 - len(before)
+
+
+def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdir: Path) -> None:
+    (workdir / "tasks.yaml").write_text(
+        yaml.safe_dump(
+            [
+                {"id": "ok", "prompt": "fine", "model": "gemini-other", "system": "Terse."},
+                {"id": "bad", "prompt": "fail please"},
+                {"id": 3, "prompt": "also fine", "max_turns": 1},
+            ]
+        ),
+        "utf-8",
+    )
+    fake = FakeGemini(_answer_by_prompt())
+    with fake.serve() as server:
+        code, _, err = inproc(
+            "batch",
+            "tasks.yaml",
+            "--out",
+            "r.jsonl",
+            "--no-builtins",
+            "--system",
+            "Default system.",
+            "--concurrency",
+            "1",
+            server=server,
+        )
+        assert code == 1, err
+        records = {r["id"]: r for r in _records(workdir / "r.jsonl")}
+        assert records["bad"]["status"] == "failed"
+        assert "cannot do fail please" in records["bad"]["error"]
+        assert records["ok"]["status"] == "completed" and records["3"]["status"] == "completed"
+        assert "3 tasks: 2 completed, 1 failed; results in r.jsonl" in err
+        by_prompt = {_prompt(r.body): r for r in fake.requests}
+        assert by_prompt["fine"].model == "gemini-other"
+        assert by_prompt["fine"].system_text == "Terse."
+        assert by_prompt["also fine"].system_text == "Default system."
+        # Resuming skips the recorded failure unless asked to retry it.
+        code, _, err = inproc(
+            "batch", "tasks.yaml", "--out", "r.jsonl", "--no-builtins", server=server
+        )
+        assert code == 1 and len(fake.requests) == 3
+        code, _, err = inproc(
+            "batch",
+            "tasks.yaml",
+            "--out",
+            "r.jsonl",
+            "--no-builtins",
+            "--retry-failed",
+            server=server,
+        )
+    assert code == 1 and len(fake.requests) == 4
+    assert [r["id"] for r in _records(workdir / "r.jsonl")].count("bad") == 2
+
+
+def test_bad_task_files_are_usage_errors(inproc: InProcess, workdir: Path) -> None:
+    cases = {
+        "dup.yaml": [{"id": "a", "prompt": "x"}, {"id": "a", "prompt": "y"}],
+        "typo.yaml": [{"id": "a", "promt": "x"}],
+        "noprompt.yaml": [{"id": "a"}],
+        "empty.yaml": {"tasks": []},
+    }
+    for name, data in cases.items():
+        (workdir / name).write_text(yaml.safe_dump(data), "utf-8")
+    messages = {}
+    for name in [*cases, "missing.yaml"]:
+        code, _, err = inproc("batch", name, "--out", "o.jsonl")
+        assert code == 2, (name, err)
+        messages[name] = err
+    assert "duplicate task id 'a' (tasks 1 and 2)" in messages["dup.yaml"]
+    assert "unknown field(s) promt" in messages["typo.yaml"]
+    assert "`prompt` must be non-empty text" in messages["noprompt.yaml"]
+    assert "expected a non-empty list of tasks" in messages["empty.yaml"]
+    assert "cannot read missing.yaml" in messages["missing.yaml"]
+    assert not (workdir / "o.jsonl").exists()
