@@ -15,7 +15,7 @@ from agent._retry import RetryPolicy
 from agent.errors import ConfigurationError, DeadlineExceededError
 from agent.events import Done, Event
 from agent.hooks import Hooks
-from toolnexus import Answer, Toolkit, skills_prompt
+from toolnexus import Answer, Toolkit
 
 if TYPE_CHECKING:
     import httpx
@@ -113,6 +113,8 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
+        from toolnexus import skills_prompt  # loads the skills machinery only when needed
+
         self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
         """The system instruction sent with every request (``None`` when empty)."""
         if client is not None:

@@ -33,7 +33,7 @@ from agent.events import (
     UsageEvent,
 )
 from agent.hooks import Hooks, ModelRequest, Veto
-from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult, execute_async
+from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult
 
 __all__ = ["Checkpoint", "Run", "Settings", "WaitFor"]
 
@@ -380,6 +380,8 @@ class Run:
         self, call: ToolCall, args: dict[str, Any], answer: Answer | None
     ) -> ToolResult:
         context = ToolContext(timeout=self.s.tool_timeout, call_id=call.id, answer=answer)
+        from toolnexus import execute_async  # loaded on the first tool call, not at import
+
         return await execute_async(self.s.toolkit, call.name, args, context)
 
     async def _answered(
