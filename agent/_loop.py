@@ -212,10 +212,13 @@ class Run:
         """Call the model (with retries); leave the parsed reply in ``self._reply``."""
         self._reply = None
         turn = self.turns + 1
-        request = ModelRequest(self.s.model, self.contents, self.s.config, turn)
-        if self.s.hooks.before_model is not None:
-            request = ModelRequest(self.s.model, list(self.contents), self.s.config, turn)
-            changed = await _maybe(self.s.hooks.before_model(request))
+        hooks = self.s.hooks
+        # Hooks get a copy of the transcript list; without hooks nothing is copied.
+        watched = hooks.before_model is not None or hooks.after_model is not None
+        contents = list(self.contents) if watched else self.contents
+        request = ModelRequest(self.s.model, contents, self.s.config, turn)
+        if hooks.before_model is not None:
+            changed = await _maybe(hooks.before_model(request))
             if isinstance(changed, Veto):
                 self._veto = changed.reason
                 return
@@ -238,8 +241,8 @@ class Run:
                 result=self.result("incomplete", reason=label or "model error"),
             ) from exc
         response = self._response
-        if self.s.hooks.after_model is not None:
-            changed = await _maybe(self.s.hooks.after_model(request, response))
+        if hooks.after_model is not None:
+            changed = await _maybe(hooks.after_model(request, response))
             if isinstance(changed, Veto):
                 self._veto = changed.reason
                 return
