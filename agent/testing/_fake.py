@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import json
 import os
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from agent.testing._memo import RequestMemo
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
     Checked,
@@ -27,7 +27,7 @@ from agent.testing._replies import (
     coerce,
     error,
 )
-from agent.testing._strict import SignatureBook, check_request, normalize
+from agent.testing._strict import SignatureBook, check_request
 
 if TYPE_CHECKING:
     from google import genai
@@ -122,6 +122,7 @@ class _State:
     position: int = 0
     call_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     book: SignatureBook = field(default_factory=SignatureBook)
+    memo: RequestMemo = field(default_factory=RequestMemo)
 
 
 def _error_outcome(status_code: int, status: str, message: str) -> _Outcome:
@@ -339,13 +340,20 @@ class FakeGemini:
         if key_problem is not None:
             return key_problem
         try:
-            record.body = normalize(json.loads(raw or b"null"))
+            record.body = self._state.memo.normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
         if self.strict:
-            problem = check_request(record.body, self._state.book)
+            memo = self._state.memo
+            problem = check_request(
+                record.body,
+                self._state.book,
+                valid_tools=memo.valid_tools,
+                valid_contents=memo.valid_contents,
+            )
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
+            memo.passed(record.body)
         value = self._next_reply(record)
         if isinstance(value, _Outcome):
             return value
@@ -385,7 +393,7 @@ class FakeGemini:
             entry = self._script[position]
         if callable(entry):
             try:
-                entry = coerce(entry(copy.deepcopy(record.body)))
+                entry = coerce(entry(self._state.memo.copy_for_user(record.body)))
             except AssertionError as exc:
                 return self._fail(f"request #{record.index} failed its expectation: {exc}")
             except Exception as exc:
@@ -395,7 +403,7 @@ class FakeGemini:
                 )
         if isinstance(entry, Checked):
             try:
-                problem = entry.check(copy.deepcopy(record.body))
+                problem = entry.check(self._state.memo.copy_for_user(record.body))
             except Exception as exc:
                 problem = f"the check raised {type(exc).__name__}: {exc}"
             if problem is not None:
@@ -429,6 +437,7 @@ class FakeGemini:
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
             new_signature=lambda: os.urandom(24),
             sign_text=self.sign_text,
+            prompt_tokens=self._state.memo.prompt_tokens(record.body),
         )
         candidates = body.get("candidates") or [{}]
         parts = (candidates[0].get("content") or {}).get("parts") or []
