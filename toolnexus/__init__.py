@@ -10,15 +10,15 @@ Example::
     print(result.output)
 
 This package never imports ``google.genai``; the Gemini agent loop lives in ``agent``.
+``import toolnexus`` loads only the core types: everything else (and pydantic, asyncio,
+httpx, yaml) is imported when first used.
 """
 
-from toolnexus._build import build, build_async
-from toolnexus._execute import execute, execute_async
-from toolnexus._function import define_tool
-from toolnexus._http import http_tool
-from toolnexus._registry import Limits
-from toolnexus._skills import Skill, SkillInventory, SkippedSkill, list_skills, skills_prompt
-from toolnexus.adapter import to_anthropic, to_gemini, to_openai
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from toolnexus.tool import (
     Answer,
     ArgumentError,
@@ -31,6 +31,53 @@ from toolnexus.tool import (
     sanitize,
     toolkit,
 )
+
+if TYPE_CHECKING:
+    from toolnexus._build import build, build_async
+    from toolnexus._execute import execute, execute_async
+    from toolnexus._function import define_tool
+    from toolnexus._http import http_tool
+    from toolnexus._registry import Limits
+    from toolnexus._skills import (
+        Skill,
+        SkillInventory,
+        SkippedSkill,
+        list_skills,
+        skills_prompt,
+    )
+    from toolnexus.adapter import to_anthropic, to_gemini, to_openai
+
+_LAZY = {
+    "build": "toolnexus._build",
+    "build_async": "toolnexus._build",
+    "execute": "toolnexus._execute",
+    "execute_async": "toolnexus._execute",
+    "define_tool": "toolnexus._function",
+    "http_tool": "toolnexus._http",
+    "Limits": "toolnexus._registry",
+    "Skill": "toolnexus._skills",
+    "SkillInventory": "toolnexus._skills",
+    "SkippedSkill": "toolnexus._skills",
+    "list_skills": "toolnexus._skills",
+    "skills_prompt": "toolnexus._skills",
+    "to_anthropic": "toolnexus.adapter",
+    "to_gemini": "toolnexus.adapter",
+    "to_openai": "toolnexus.adapter",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolnexus' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Answer",

@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import sys
 import threading
@@ -32,16 +33,15 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any, overload
 
-import pydantic
-import pydantic_core
-from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema
-
 from toolnexus._docstring import parse_docstring
 from toolnexus.tool import ArgumentError, Tool, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
-    from pydantic._internal._core_utils import CoreSchemaOrField
+    import pydantic
+    from pydantic.json_schema import GenerateJsonSchema
+
+# pydantic is imported on first use (the first schema render, validation or non-text
+# result), never by ``import toolnexus`` or `define_tool`: it costs more than the rest.
 
 __all__ = ["define_tool"]
 
@@ -51,16 +51,22 @@ _Fn = Callable[..., Any]
 # --- the pydantic model ------------------------------------------------------------------
 
 
-class _ToolSchemaGenerator(GenerateJsonSchema):
-    """JSON Schema without pydantic's automatic field titles."""
+@functools.cache
+def _schema_generator() -> type[GenerateJsonSchema]:
+    from pydantic.json_schema import GenerateJsonSchema
 
-    def field_title_should_be_set(self, schema: CoreSchemaOrField) -> bool:
-        return False
+    class ToolSchemaGenerator(GenerateJsonSchema):
+        """JSON Schema without pydantic's automatic field titles."""
 
-    def emit_warning(self, kind: Any, detail: str) -> None:
-        # A default that cannot be shown in JSON is simply left out of the schema.
-        if kind != "non-serializable-default":
-            super().emit_warning(kind, detail)
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False
+
+        def emit_warning(self, kind: Any, detail: str) -> None:
+            # A default that cannot be shown in JSON is simply left out of the schema.
+            if kind != "non-serializable-default":
+                super().emit_warning(kind, detail)
+
+    return ToolSchemaGenerator
 
 
 def _strip_none_defaults(node: Any) -> Any:
@@ -77,6 +83,8 @@ def _strip_none_defaults(node: Any) -> Any:
 
 
 def _has_description(annotation: Any) -> bool:
+    from pydantic.fields import FieldInfo
+
     if typing.get_origin(annotation) is not typing.Annotated:
         return False
     return any(isinstance(meta, FieldInfo) and meta.description for meta in annotation.__metadata__)
@@ -122,6 +130,8 @@ class _Spec:
         # Fields get neutral internal names and the real parameter names as aliases, so
         # parameters such as ``json``, ``schema``, ``model_id`` or ``_private`` never clash
         # with BaseModel's own attributes or namespaces.
+        import pydantic
+
         fields: dict[str, Any] = {}
         for index, param in enumerate(self.params):
             info = pydantic.Field(param.default, alias=param.name)
@@ -141,6 +151,8 @@ class _Spec:
     @contextlib.contextmanager
     def _unusable(self) -> Iterator[None]:
         """Turn pydantic's complaint about a type it cannot handle into a clear TypeError."""
+        import pydantic
+
         try:
             yield
         except pydantic.PydanticUserError as exc:
@@ -149,12 +161,14 @@ class _Spec:
     def schema(self) -> dict[str, Any]:
         if self._schema is None:
             with self._unusable():
-                raw = self.model().model_json_schema(schema_generator=_ToolSchemaGenerator)
+                raw = self.model().model_json_schema(schema_generator=_schema_generator())
             raw.pop("title", None)
             self._schema = _strip_none_defaults(raw)
         return self._schema
 
     def validate(self, args: Any) -> dict[str, Any]:
+        import pydantic
+
         try:
             with self._unusable():
                 instance = self.model().model_validate(args)
@@ -264,6 +278,8 @@ def _to_result(value: object) -> ToolResult:
                 "as text. This is a bug in the tool, not in the call.",
                 is_error=True,
             )
+    import pydantic_core
+
     try:
         return ToolResult(pydantic_core.to_json(value).decode("utf-8"))
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
