@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from agent._cli_batch import add_batch
+from agent._cli_chat import add_chat
 from agent._cli_common import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -72,6 +73,7 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 _SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
     add_run,
+    add_chat,
     add_tools,
     add_batch,
     _add_demo,

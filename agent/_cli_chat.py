@@ -1,0 +1,159 @@
+"""``toolnexus-agent chat``: a conversation on the terminal, remembered turn to turn.
+
+The conversation is one session of the agent's store (in memory, or a SQLite file with
+``--store``), so every turn sees the earlier ones. Ctrl-C cancels the turn in progress
+(the conversation keeps its completed turns); Ctrl-D or ``/exit`` ends the chat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from agent._cli_common import (
+    EXIT_CODES_HELP,
+    EXIT_OK,
+    CliError,
+    add_agent_flags,
+    add_toolkit_flags,
+    agent_log,
+    build_toolkit,
+    check_toolkit_flags,
+    open_factory,
+    read_system,
+    report_fake,
+)
+from agent._cli_run import Asker, stream_run
+
+if TYPE_CHECKING:
+    from agent._agent import Agent
+    from agent._store import SqliteStore
+    from toolnexus import Tool, Toolkit
+
+__all__ = ["add_chat"]
+
+_EPILOG = f"""\
+examples:
+  toolnexus-agent chat
+  toolnexus-agent chat --skills ./skills --system "You are a terse assistant."
+  toolnexus-agent chat --session work --store chats.db    # continue it another day
+  toolnexus-agent chat --fake examples/scenarios/demo.yaml
+
+keys: Enter sends a line; Ctrl-C cancels the answer in progress (the conversation so far
+is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation.
+
+{EXIT_CODES_HELP}"""
+
+_HELP_LINE = "Ctrl-C cancels a turn, Ctrl-D or /exit quits, /new starts over."
+
+
+def add_chat(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``chat``."""
+    parser = commands.add_parser(
+        "chat",
+        help="talk with the agent; it remembers the conversation",
+        description=(
+            "An interactive conversation with the chosen tools. Each answer is streamed;\n"
+            "tool calls and results are shown as they happen. The conversation is kept in\n"
+            "memory, or in a SQLite file with --session and --store."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--session", metavar="ID", help="the conversation to continue (default: a new one)"
+    )
+    parser.add_argument(
+        "--store", metavar="PATH", help="a SQLite file that keeps conversations between chats"
+    )
+    add_toolkit_flags(parser)
+    add_agent_flags(parser)
+    parser.set_defaults(command=chat_command)
+
+
+def chat_command(args: argparse.Namespace) -> int:
+    """Run ``chat`` until Ctrl-D or ``/exit``; return the exit code."""
+    own = check_toolkit_flags(args)
+    system = read_system(args.system)
+    with agent_log(args.verbose), asyncio.Runner() as runner:
+        stack = contextlib.AsyncExitStack()
+        try:
+            factory = runner.run(stack.enter_async_context(open_factory(args)))
+            toolkit = runner.run(stack.enter_async_context(runner_toolkit(args, own)))
+            store = _store(args.store)
+            if store is not None:
+                stack.push_async_callback(store.close)
+            agent = factory.make(
+                toolkit,
+                system=system,
+                max_turns=args.max_turns,
+                wait_for=Asker([], sys.stderr),
+                store=store,
+            )
+            session = args.session or f"chat-{time.time_ns()}"
+            sys.stderr.write(f"chat with {agent.model} ({len(toolkit)} tools). {_HELP_LINE}\n")
+            _loop(runner, agent, session)
+            report_fake(factory, sys.stderr)
+        finally:
+            runner.run(stack.aclose())
+    return EXIT_OK
+
+
+@contextlib.asynccontextmanager
+async def runner_toolkit(args: argparse.Namespace, own: list[Tool]) -> AsyncIterator[Toolkit]:
+    """Build the toolkit and close it (MCP servers) when the chat ends."""
+    async with await build_toolkit(args, own) as toolkit:
+        yield toolkit
+
+
+def _store(path: str | None) -> SqliteStore | None:
+    if path is None:
+        return None
+    from agent._store import SqliteStore
+
+    return SqliteStore(path)
+
+
+def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
+    from agent._store import SessionBusyError
+    from agent.errors import ConfigurationError, RunError
+
+    out, err = sys.stdout, sys.stderr
+    while True:
+        try:
+            line = input("you> ")
+        except EOFError:
+            out.write("\n")
+            return
+        except KeyboardInterrupt:
+            out.write(f"\n({_HELP_LINE})\n")
+            continue
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            return
+        if text == "/new":
+            session = f"chat-{time.time_ns()}"
+            err.write("(a new conversation)\n")
+            continue
+        try:
+            result = runner.run(stream_run(agent, line, out, err, session=session))
+        except KeyboardInterrupt:
+            out.flush()
+            err.write("\n(turn cancelled)\n")
+            continue
+        except RunError as exc:
+            err.write(f"error: {exc}\n")
+            continue
+        except (ConfigurationError, SessionBusyError) as exc:
+            raise CliError(f"chat: {exc}") from None
+        if result.status == "pending" and result.pending is not None:
+            err.write(f"(the model asked: {result.pending['prompt']} — no answer was given)\n")
+        elif result.status != "completed":
+            err.write(f"({result.status}: {result.limit or result.reason or ''})\n")

@@ -1,0 +1,114 @@
+"""``toolnexus-agent chat`` driven through a pseudo-terminal against the fake Gemini."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agent.testing import FakeGemini, delay
+from agent.testing._server import FakeServer
+from tests.cli.conftest import cli_env
+
+
+class Terminal:
+    """A child process on a pseudo-terminal: type lines, wait for text to appear."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.master, slave = os.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env={**env, "TERM": "dumb"},
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def expect(self, needle: str, timeout: float = 30) -> str:
+        """Read until ``needle`` has appeared after what earlier calls consumed."""
+        deadline = time.monotonic() + timeout
+        while needle not in self.seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{needle!r} did not appear; the terminal shows:\n{self.seen}"
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 4096)
+                except OSError:  # the child closed the terminal
+                    chunk = b""
+                assert chunk, f"the chat ended before {needle!r}; it showed:\n{self.seen}"
+                self.seen += chunk.decode(errors="replace")
+        before, _, self.seen = self.seen.partition(needle)
+        return before + needle
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            os.close(self.master)
+
+
+@contextmanager
+def chat(server: FakeServer, cwd: Path, *flags: str) -> Iterator[Terminal]:
+    terminal = Terminal(["chat", "--no-builtins", *flags], cwd, cli_env(server))
+    try:
+        yield terminal
+    finally:
+        if terminal.proc.poll() is None:
+            terminal.proc.kill()
+            terminal.close()
+
+
+def test_chat_remembers_an_earlier_turn_and_exits_on_ctrl_d(tmp_path: Path) -> None:
+    fake = FakeGemini(["Nice to meet you, Ada.", "Your name is Ada."])
+    with fake.serve() as server, chat(server, tmp_path) as term:
+        term.expect("Ctrl-D or /exit quits")
+        term.expect("you> ")
+        term.type("My name is Ada.\n")
+        term.expect("Nice to meet you, Ada.")
+        term.expect("you> ")
+        term.type("What is my name?\n")
+        term.expect("Your name is Ada.")
+        term.expect("you> ")
+        term.type("\x04")
+        assert term.close() == 0
+    texts = [part["text"] for content in fake.requests[1].contents for part in content["parts"]]
+    assert texts == ["My name is Ada.", "Nice to meet you, Ada.", "What is my name?"]
+    assert [c["role"] for c in fake.requests[1].contents] == ["user", "model", "user"]
+
+
+def test_ctrl_c_cancels_the_turn_not_the_chat(tmp_path: Path) -> None:
+    fake = FakeGemini(["First answer.", delay(5, "Too late."), "Third answer."])
+    with fake.serve() as server, chat(server, tmp_path) as term:
+        term.expect("you> ")
+        term.type("one\n")
+        term.expect("First answer.")
+        term.expect("you> ")
+        term.type("two\n")
+        deadline = time.monotonic() + 30
+        while len(fake.requests) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        term.proc.send_signal(signal.SIGINT)
+        term.expect("(turn cancelled)")
+        term.expect("you> ")
+        term.type("three\n")
+        term.expect("Third answer.")
+        term.expect("you> ")
+        term.type("/exit\n")
+        assert term.close() == 0
+    texts = [part["text"] for content in fake.requests[2].contents for part in content["parts"]]
+    assert texts == ["one", "First answer.", "three"], "the cancelled turn is not kept"
