@@ -62,7 +62,7 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "run",
         help="run one prompt and stream the answer",
         description=(
-            "Send PROMPT to Gemini with the chosen tools, run every tool call the model asks "
+            "Send PROMPT to Gemini with the chosen tools, run every tool call the model asks\n"
             "for, and stream the answer to stdout; tool calls and results go to stderr."
         ),
         epilog=_EPILOG,

@@ -23,7 +23,9 @@ examples:
   toolnexus-agent tools
   toolnexus-agent tools --skills ./skills --disable bash --disable webfetch
   toolnexus-agent tools --format gemini > tools.json
-  toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai"""
+  toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai
+
+exit code: 0, or 2 for a usage error (an unreadable skills dir, a bad mcp.json, ...)."""
 
 
 def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,8 +34,8 @@ def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "tools",
         help="list the tools, or print them as Gemini/OpenAI/Anthropic JSON",
         description=(
-            "Build the toolkit the flags describe (the same flags as `run`) and list each "
-            "tool's name, source and the first line of its description; with --format, "
+            "Build the toolkit the flags describe (the same flags as `run`) and list each\n"
+            "tool's name, source and the first line of its description; with --format,\n"
             "print the declarations exactly as they would be sent to that provider."
         ),
         epilog=_EPILOG,
