@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -248,6 +247,8 @@ async def build_async(
         async with await toolnexus.build_async(skills="examples/skills") as tk:
             ...
     """
+    import asyncio
+
     skill_dirs = _skill_dirs(skills)
     found = await asyncio.to_thread(_discover, skill_dirs) if skill_dirs else []
     plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files, hidden_env)

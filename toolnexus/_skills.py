@@ -173,7 +173,9 @@ _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 # scalars, flow collections, anchors, tags, comments or nested `: `. Anything else goes to
 # PyYAML. The value check mirrors the characters YAML accepts in a plain scalar.
 _SIMPLE_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(?:[ \t]+(.*?))?[ \t]*")
-_PLAIN_CHAR = r"[\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+# YAML's printable characters minus line breaks, written as the complement (the same set)
+# because the negated class compiles ~20x faster than the list of ranges.
+_PLAIN_CHAR = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 _PLAIN_VALUE = re.compile(
     r"(?![-?:,\[\]{}#&*!|>'\"%@` ])" + _PLAIN_CHAR + r"(?:(?!: | #)" + _PLAIN_CHAR + ")*"
 )

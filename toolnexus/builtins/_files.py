@@ -17,7 +17,6 @@ were shown and how to get more. The prefix is not part of the file.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
 import stat
@@ -92,6 +91,8 @@ def _resolve(ws: Workspace, path: str, *, write: bool = False) -> Path:
 
 
 def _not_found(path: Path, shown: str) -> ToolError:
+    import difflib  # only for this hint: keeps building a toolkit fast
+
     hint = ""
     with contextlib.suppress(OSError):
         close = difflib.get_close_matches(path.name, os.listdir(path.parent), n=3)

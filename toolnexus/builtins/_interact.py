@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -142,6 +141,12 @@ def _answered(answer: object, request_id: str | None) -> ToolResult:
     return ToolResult(json.dumps(answer.get("data"), ensure_ascii=False, default=str))
 
 
+def _new_id() -> str:
+    import uuid  # on first use: keeps building a toolkit fast
+
+    return uuid.uuid4().hex
+
+
 @register("question")
 def question_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
@@ -153,7 +158,7 @@ def question_tool(settings: BuiltinSettings) -> Tool:
             return _answered(ctx.answer, ctx.call_id)
         prompt = render_prompt(questions)
         request: Request = {
-            "id": ctx.call_id or uuid.uuid4().hex,
+            "id": ctx.call_id or _new_id(),
             "kind": "question",
             "prompt": prompt,
             "data": {"questions": copy.deepcopy(questions)},

@@ -17,20 +17,22 @@ your own for untrusted models.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from toolnexus._registry import BuiltinSettings, Limits, register
 from toolnexus.builtins._common import builtin_tool, positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["bash_tool"]
 
@@ -110,10 +112,16 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-class _Shell(asyncio.SubprocessProtocol):
-    """Collects the output of one command and tells when it exited and its pipe closed."""
+class _Shell:
+    """Collects the output of one command and tells when it exited and its pipe closed.
+
+    An ``asyncio.SubprocessProtocol`` by its methods; not a subclass, so that building a
+    toolkit does not import asyncio.
+    """
 
     def __init__(self, out: _Output) -> None:
+        import asyncio
+
         self.out = out
         self.exited = asyncio.Event()
         self.drained = asyncio.Event()
@@ -128,9 +136,23 @@ class _Shell(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         self.exited.set()
 
+    def connection_made(self, transport: object) -> None:
+        pass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        pass
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
 
 async def _within(event: asyncio.Event, seconds: float) -> bool:
     """Wait up to ``seconds`` for ``event``; tell whether it is set."""
+    import asyncio
+
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await event.wait()
@@ -153,11 +175,14 @@ def _environment(hidden: frozenset[str]) -> dict[str, str]:
 async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSettings) -> ToolResult:
     limits = settings.limits
     shell = shutil.which("bash") or "/bin/sh"
+    import asyncio
+
     out = _Output(keep=limits.max_bytes)
+    protocol = _Shell(out)
     loop = asyncio.get_running_loop()
     starting = asyncio.ensure_future(
         loop.subprocess_exec(
-            lambda: _Shell(out),
+            lambda: cast("asyncio.SubprocessProtocol", protocol),
             shell,
             "-c",
             command,
@@ -170,7 +195,7 @@ async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSetting
         )
     )
     try:
-        transport, shell_proc = await asyncio.shield(starting)
+        transport, _ = await asyncio.shield(starting)
     except OSError as exc:
         raise ToolError(f"Could not start {shell}: {exc.strerror or exc}") from None
     except asyncio.CancelledError:
@@ -182,6 +207,7 @@ async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSetting
             started.close()
         raise
     pid = transport.get_pid()
+    shell_proc = protocol
     outcome = _Outcome()
     try:
         if not await _within(shell_proc.exited, seconds):

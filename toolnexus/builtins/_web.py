@@ -9,7 +9,6 @@ message; a non-2xx status is an error that shows the status and the start of the
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -89,40 +88,6 @@ def _is_html(content_type: str, body: str) -> bool:
     return head.startswith(("<!doctype html", "<html"))
 
 
-class _TextExtractor(HTMLParser):
-    """Collects the visible text of an HTML document, one block per line."""
-
-    _SKIP = frozenset({"script", "style", "noscript", "template", "head", "svg"})
-    _BLOCK = frozenset(
-        {
-            "p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article",
-            "header", "footer", "nav", "aside", "main", "h1", "h2", "h3", "h4", "h5",
-            "h6", "pre", "blockquote", "hr", "dd", "dt", "dl", "form", "title",
-        }
-    )  # fmt: skip
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self._SKIP:
-            self._skipping += 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP:
-            self._skipping = max(0, self._skipping - 1)
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
 def html_to_text(html: str) -> str:
     """Return the visible text of ``html``: tags, scripts and styles gone, entities decoded.
 
@@ -130,7 +95,9 @@ def html_to_text(html: str) -> str:
 
         html_to_text("<p>a &amp; b</p><script>x()</script>")   # "a & b"
     """
-    parser = _TextExtractor()
+    from toolnexus.builtins._html import TextExtractor  # html.parser only when needed
+
+    parser = TextExtractor()
     parser.feed(html)
     parser.close()
     lines = (
