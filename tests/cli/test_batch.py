@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
 import time
@@ -199,3 +201,45 @@ def test_bad_task_files_are_usage_errors(inproc: InProcess, workdir: Path) -> No
     assert "expected a non-empty list of tasks" in messages["empty.yaml"]
     assert "cannot read missing.yaml" in messages["missing.yaml"]
     assert not (workdir / "o.jsonl").exists()
+
+
+def test_progress_bar_on_a_terminal(workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 3)
+    fake = FakeGemini(_answer_by_prompt())
+    master, slave = os.openpty()
+    try:
+        with fake.serve() as server:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "agent",
+                    "batch",
+                    "tasks.yaml",
+                    "--out",
+                    "o.jsonl",
+                    "--no-builtins",
+                ],
+                cwd=workdir,
+                env=cli_env(server),
+                stderr=slave,
+                stdout=subprocess.PIPE,
+                timeout=60,
+            )
+        os.close(slave)
+        shown = b""
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal is drained and its other end closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0
+    text = shown.decode()
+    assert "\r[##############################] 3/3 done, 0 running, 0 not completed" in text
+    assert "[1/3]" not in text, "no per-task lines on a terminal"
+    assert text.endswith("3 tasks: 3 completed; results in o.jsonl\r\n")
