@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import re
 import threading
 import time
@@ -27,7 +26,8 @@ from agent.testing._replies import (
     coerce,
     error,
 )
-from agent.testing._strict import SignatureBook, check_request
+from agent.testing._signatures import SignatureBook
+from agent.testing._strict import check_request
 
 if TYPE_CHECKING:
     from google import genai
@@ -171,6 +171,7 @@ class FakeGemini:
         api_key: str | None = None,
         chunk_delay: float = 0.0,
         sign_text: bool = False,
+        signing_key: bytes | str | None = None,
     ) -> None:
         """Create a fake.
 
@@ -183,6 +184,10 @@ class FakeGemini:
             sign_text: also sign replies without function calls, on their last text part
                 (streamed: on a final empty-text part), as Gemini 3 does. Echoing these
                 signatures is recommended, not enforced.
+            signing_key: the secret thought signatures are derived from (an HMAC of the
+                signed call). Fakes with the same key, even in another process, accept each
+                other's signatures (e.g. a resumed conversation); the default is one fixed
+                key shared by every ``FakeGemini``.
         """
         if callable(script):
             self._function: ModelFunction | None = script
@@ -201,6 +206,9 @@ class FakeGemini:
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self._state = _State()
+        if signing_key is not None:
+            key = signing_key.encode() if isinstance(signing_key, str) else bytes(signing_key)
+            self._state.book.key = key
 
     def __repr__(self) -> str:
         size = "function" if self._function else f"{len(self._script)} replies"
@@ -435,7 +443,7 @@ class FakeGemini:
             model=record.model,
             response_id=f"fake-{record.index}",
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
-            new_signature=lambda: os.urandom(24),
+            new_signature=self._state.book.sign,
             sign_text=self.sign_text,
             prompt_tokens=self._state.memo.prompt_tokens(record.body),
         )

@@ -60,7 +60,7 @@ def render_reply(
     model: str,
     response_id: str,
     new_call_id: Callable[[], str],
-    new_signature: Callable[[], bytes],
+    new_signature: Callable[[Mapping[str, Any]], bytes],
     sign_text: bool = False,
     prompt_tokens: int | None = None,
 ) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def render_reply(
                 call = {"id": call_id, **call}
             wire = {"functionCall": call}
             if not signed and value.signature is not None:
-                sig = new_signature() if value.signature is AUTO else value.signature
+                sig = new_signature(wire) if value.signature is AUTO else value.signature
                 assert isinstance(sig, bytes)
                 wire["thoughtSignature"] = encode_signature(sig)
             signed = True
@@ -95,7 +95,7 @@ def render_reply(
             wire = copy.deepcopy(dict(part))
         parts.append(wire)
     if sign_text and not signed and parts and "text" in parts[-1]:
-        parts[-1].setdefault("thoughtSignature", encode_signature(new_signature()))
+        parts[-1].setdefault("thoughtSignature", encode_signature(new_signature(parts[-1])))
     body: dict[str, Any] = {}
     if parts or value.prompt_feedback is None:
         candidate: dict[str, Any] = {}

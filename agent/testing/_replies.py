@@ -195,8 +195,9 @@ def reply(
 ) -> Reply:
     """Build a model turn made of ``parts`` (strings become text parts).
 
-    The first ``functionCall`` part carries a thought signature (random bytes by default,
-    remembered by the fake to check the echo); ``signature=None`` sends it unsigned.
+    The first ``functionCall`` part carries a thought signature (by default an HMAC of that
+    call under the fake's signing key, so any fake with the key checks the echo; explicit
+    bytes are remembered by the fake that sent them); ``signature=None`` sends it unsigned.
 
     Example::
 

@@ -9,12 +9,11 @@ function calls with function responses, and thought signatures in the current tu
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
 
 __all__ = ["SignatureBook", "check_request", "decode_signature", "normalize"]
 
@@ -122,10 +121,6 @@ _SCHEMA_TYPES: Final = frozenset(
 )
 _CALLING_MODES: Final = frozenset({"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"})
 _FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
-_DUMMY_SIGNATURES: Final = (
-    "skip_thought_signature_validator",
-    "context_engineering_is_the_way_to_go",
-)
 
 
 def _camel(key: str) -> str:
@@ -153,51 +148,6 @@ def normalize(value: Any) -> Any:
         else:
             out[key] = normalize(item)
     return out
-
-
-def decode_signature(value: Any) -> bytes | None:
-    """Decode a ``thoughtSignature`` sent in standard or URL-safe base64, padded or not."""
-    if not isinstance(value, str):
-        return None
-    data = value.strip().replace("-", "+").replace("_", "/")
-    data += "=" * (-len(data) % 4)
-    try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-_DUMMY_BYTES: Final = frozenset(
-    {decode_signature(d) for d in _DUMMY_SIGNATURES} | {d.encode() for d in _DUMMY_SIGNATURES}
-) - {None}
-
-
-@dataclass
-class SignatureBook:
-    """The thought signatures the fake has handed out, to check what comes back.
-
-    Each signature belongs to the first function call of one model step, identified by the
-    call's ``(id, name)``. Steps the fake sent unsigned (Gemini 2.5 style) are remembered too,
-    so their echo is not asked for a signature.
-    """
-
-    signed: dict[bytes, set[tuple[str | None, str]]] = field(default_factory=dict)
-    """Signature bytes -> the (id, name) of the calls it was put on."""
-    unsigned: set[tuple[str | None, str]] = field(default_factory=set)
-    """(id, name) of first calls of steps sent without a signature."""
-
-    def record_step(self, parts: Sequence[Mapping[str, Any]]) -> None:
-        """Remember the signature (or its absence) of a model step about to be sent."""
-        first = next((p for p in parts if isinstance(p.get("functionCall"), Mapping)), None)
-        if first is None:
-            return
-        call = first["functionCall"]
-        key = (call.get("id"), str(call.get("name")))
-        signature = decode_signature(first.get("thoughtSignature"))
-        if signature is None:
-            self.unsigned.add(key)
-        else:
-            self.signed.setdefault(signature, set()).add(key)
 
 
 class _Invalid(Exception):
@@ -549,10 +499,10 @@ def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> No
                 f"{call['name']}`, position {index + 1}. (contents[{index}]: the model turn must "
                 "be sent back exactly as received, signature included.)"
             )
-        signature = decode_signature(raw)
-        if raw in _DUMMY_SIGNATURES or signature in _DUMMY_BYTES:
+        if is_dummy(raw):
             continue
-        if signature is None or key not in book.signed.get(signature, ()):
+        signature = decode_signature(raw)
+        if signature is None or not book.accepts(signature, call):
             raise _Invalid(
                 f"Invalid/Corrupted thought signature at contents[{index}] (function call "
                 f"{call['name']!r}): it is not a signature this model gave for that call."

@@ -523,3 +523,38 @@ def test_sse_wire_format_has_only_data_lines() -> None:
     assert ["finishReason" in c["candidates"][0] for c in chunks] == [False] * (len(chunks) - 1) + [
         True
     ]
+
+
+# ------------------------------------------------------- signatures across fake instances
+
+
+def _resume(fake: FakeGemini, contents: list[dict[str, Any]]) -> httpx.Response:
+    with httpx.Client(transport=fake.transport()) as http:
+        return http.post(URL, json={"contents": contents, "tools": TOOLS}, headers=KEY)
+
+
+def test_a_new_fake_accepts_signatures_issued_by_an_earlier_one() -> None:
+    model = Session().model_turn()
+    assert "thoughtSignature" in model["parts"][0]
+    expect_ok(_resume(FakeGemini(["Resumed."]), [USER, model, results(model)]))
+    keyed = FakeGemini([reply(function_call("get_weather"))], signing_key="k1")
+    signed = _resume(keyed, [USER]).json()["candidates"][0]["content"]
+    later = FakeGemini(["Resumed."], signing_key=b"k1")
+    expect_ok(_resume(later, [USER, signed, results(signed)]))
+    assert later.requests[0].status == 200
+
+
+def test_a_new_fake_refuses_corrupted_moved_or_foreign_signatures() -> None:
+    s = Session(reply(function_call("get_weather", {"city": "A"})), "spare")
+    model = s.model_turn()
+    corrupted = copy.deepcopy(model)
+    raw = bytearray(base64.b64decode(model["parts"][0]["thoughtSignature"]))
+    raw[0] ^= 1
+    corrupted["parts"][0]["thoughtSignature"] = base64.b64encode(bytes(raw)).decode()
+    moved = copy.deepcopy(model)
+    moved["parts"][0]["functionCall"]["args"] = {"city": "B"}
+    for turn in (corrupted, moved):
+        response = _resume(FakeGemini(["never"]), [USER, turn, results(turn)])
+        expect_400(response, "Invalid/Corrupted thought signature")
+    foreign = _resume(FakeGemini(["never"], signing_key="other"), [USER, model, results(model)])
+    expect_400(foreign, "Invalid/Corrupted thought signature")

@@ -1,0 +1,105 @@
+"""Thought signatures of the fake Gemini: issued as HMACs, so any fake with the key checks them.
+
+A signature is an HMAC-SHA256 (truncated to 24 bytes) of the content it is put on (the id,
+name and arguments of a step's first function call, or the text of a signed text part)
+under a signing key. A fake, in this process or a later one, accepts a signature it could
+have issued for that very call; a corrupted one, one moved to another call, or one made
+without the key is refused, with no state shared between fakes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["DEFAULT_SIGNING_KEY", "DUMMY_SIGNATURES", "SignatureBook", "decode_signature"]
+
+DEFAULT_SIGNING_KEY: Final = b"agent.testing.FakeGemini thought signatures"
+"""The key every ``FakeGemini`` signs with unless given ``signing_key=``."""
+
+DUMMY_SIGNATURES: Final = (
+    "skip_thought_signature_validator",
+    "context_engineering_is_the_way_to_go",
+)
+"""The placeholders Google documents for calls built by hand: always accepted."""
+
+_SIZE: Final = 24
+
+
+def decode_signature(value: Any) -> bytes | None:
+    """Decode a ``thoughtSignature`` sent in standard or URL-safe base64, padded or not."""
+    if not isinstance(value, str):
+        return None
+    data = value.strip().replace("-", "+").replace("_", "/")
+    data += "=" * (-len(data) % 4)
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+_DUMMY_BYTES: Final = frozenset(
+    {decode_signature(d) for d in DUMMY_SIGNATURES} | {d.encode() for d in DUMMY_SIGNATURES}
+) - {None}
+
+
+def is_dummy(raw: Any) -> bool:
+    """Tell whether a ``thoughtSignature`` value is one of the documented placeholders."""
+    return raw in DUMMY_SIGNATURES or decode_signature(raw) in _DUMMY_BYTES
+
+
+def _signed_content(part: Mapping[str, Any]) -> bytes:
+    call = part.get("functionCall")
+    if isinstance(call, Mapping):
+        content: list[Any] = ["call", call.get("id"), call.get("name"), call.get("args") or {}]
+    else:
+        content = ["text", part.get("text")]
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass
+class SignatureBook:
+    """Issues thought signatures and checks the ones that come back.
+
+    Signatures the fake issues are HMACs under ``key`` (see the module doc), checked without
+    memory. Signatures given explicitly in a script (``reply(..., signature=b"...")``) and
+    steps sent unsigned (Gemini 2.5 style) are remembered per fake, by first call
+    ``(id, name)``.
+    """
+
+    key: bytes = DEFAULT_SIGNING_KEY
+    """The HMAC key."""
+    signed: dict[bytes, set[tuple[str | None, str]]] = field(default_factory=dict)
+    """Signature bytes sent -> the (id, name) of the calls they were put on."""
+    unsigned: set[tuple[str | None, str]] = field(default_factory=set)
+    """(id, name) of first calls of steps sent without a signature."""
+
+    def sign(self, part: Mapping[str, Any]) -> bytes:
+        """Return the signature for a wire part (its ``functionCall``, else its ``text``)."""
+        return hmac.new(self.key, _signed_content(part), hashlib.sha256).digest()[:_SIZE]
+
+    def accepts(self, signature: bytes, call: Mapping[str, Any]) -> bool:
+        """Tell whether ``signature`` is valid on the first function call ``call`` of a step."""
+        key = (call.get("id"), str(call.get("name")))
+        if key in self.signed.get(signature, ()):
+            return True
+        return hmac.compare_digest(signature, self.sign({"functionCall": call}))
+
+    def record_step(self, parts: Sequence[Mapping[str, Any]]) -> None:
+        """Remember the signature (or its absence) of a model step about to be sent."""
+        first = next((p for p in parts if isinstance(p.get("functionCall"), Mapping)), None)
+        if first is None:
+            return
+        call = first["functionCall"]
+        key = (call.get("id"), str(call.get("name")))
+        signature = decode_signature(first.get("thoughtSignature"))
+        if signature is None:
+            self.unsigned.add(key)
+        else:
+            self.signed.setdefault(signature, set()).add(key)
