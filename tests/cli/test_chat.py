@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agent.testing import FakeGemini, delay
+from agent.testing import FakeGemini, delay, function_call
 from agent.testing._server import FakeServer
 from tests.cli.conftest import cli_env
 
@@ -112,3 +112,23 @@ def test_ctrl_c_cancels_the_turn_not_the_chat(tmp_path: Path) -> None:
         assert term.close() == 0
     texts = [part["text"] for content in fake.requests[2].contents for part in content["parts"]]
     assert texts == ["one", "First answer.", "three"], "the cancelled turn is not kept"
+
+
+def test_run_asks_the_question_tool_on_the_terminal(tmp_path: Path) -> None:
+    ask = function_call(
+        "question", {"questions": [{"question": "Which colour?", "options": ["red", "blue"]}]}
+    )
+    fake = FakeGemini([ask, "Blue it is."])
+    with fake.serve() as server:
+        term = Terminal(["run", "Paint it"], tmp_path, cli_env(server))
+        try:
+            term.expect("? Which colour? (options: red, blue)")
+            term.type("blue\n")
+            term.expect("Blue it is.")
+            assert term.close() == 0
+        finally:
+            if term.proc.poll() is None:
+                term.proc.kill()
+                term.close()
+    response = fake.requests[1].function_responses[0]
+    assert (response["name"], response["response"]["output"]) == ("question", '"blue"')

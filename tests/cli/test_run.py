@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from agent.testing import FakeGemini, blocked, error, function_call, reply
@@ -167,3 +168,26 @@ def test_usage_errors_name_the_path_and_the_reason(inproc: InProcess, workdir: P
     assert (code, err) == (2, "--fake: cannot read missing.yaml: No such file or directory\n")
     code, _, err = inproc("run", "--system", "@nope.txt", "hi")
     assert (code, err) == (2, "--system: cannot read nope.txt: No such file or directory\n")
+
+
+def test_mcp_tools_are_offered_and_called(inproc: InProcess, workdir: Path) -> None:
+    server_script = Path(__file__).parents[1] / "toolnexus" / "mcp_servers" / "demo_server.py"
+    config = {"mcpServers": {"calc": {"command": [sys.executable, str(server_script), "stdio"]}}}
+    (workdir / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    fake = FakeGemini([function_call("calc_add", {"a": 2, "b": 3}), "2 + 3 = 5"])
+    with fake.serve() as server:
+        code, out, err = inproc(
+            "run",
+            "--no-builtins",
+            "--mcp",
+            "mcp.json",
+            "--disable",
+            "calc_fail",
+            "Add 2 and 3",
+            server=server,
+        )
+    assert code == 0, err
+    assert out == "2 + 3 = 5\n"
+    assert '<- calc_add: {"sum": 5}' in err
+    declared = fake.requests[0].declared_functions
+    assert "calc_add" in declared and "calc_fail" not in declared
