@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +117,21 @@ def _settings(
     )
 
 
-@dataclass(frozen=True, slots=True)
 class _Plan:
     """Everything `build` and `build_async` do alike, checked before any MCP server starts."""
 
-    skills: Sequence[Skill]
-    skill_files: int
-    builtins: BuiltinsOption
-    settings: BuiltinSettings
-    tools: Sequence[Tool]
+    __slots__ = ("builtins", "settings", "skill_files", "skills", "tools")
+
+    def __init__(
+        self,
+        skills: Sequence[Skill],
+        skill_files: int,
+        builtins: BuiltinsOption,
+        settings: BuiltinSettings,
+        tools: Sequence[Tool],
+    ) -> None:
+        self.skills, self.skill_files, self.builtins = skills, skill_files, builtins
+        self.settings, self.tools = settings, tools
 
     def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
         return _assemble(

@@ -25,7 +25,6 @@ from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits, register
 from toolnexus.builtins._common import MAX_PATH, builtin_tool, os_error, path_locks, whole_number
-from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
     TextFile,
@@ -506,6 +505,9 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
     ws = Workspace(settings)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        # The patch engine is loaded by the first patch: building a toolkit stays fast.
+        from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
+
         files = _PatchFiles(ws, settings.limits)
         with contextlib.ExitStack() as held:
             try:

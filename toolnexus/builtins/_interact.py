@@ -19,7 +19,6 @@ Example::
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -114,6 +113,8 @@ def _check_questions(questions: list[dict[str, Any]]) -> None:
 
 
 def _answered(answer: object, request_id: str | None) -> ToolResult:
+    import json  # on first answer: keeps building a toolkit fast
+
     if not isinstance(answer, Mapping):
         return ToolResult(
             "The answer to the question(s) is not a mapping with `id`, `ok` and `data` "

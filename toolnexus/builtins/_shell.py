@@ -159,13 +159,17 @@ async def _within(event: asyncio.Event, seconds: float) -> bool:
     return event.is_set()
 
 
-@dataclass
 class _Outcome:
-    timed_out: bool = False
-    stopped_background: bool = False
-    """Background processes in the group still held the output and were killed."""
-    escaped: bool = False
-    """A process that left the process group (setsid) still holds the output."""
+    """How a command ended, besides its exit code."""
+
+    __slots__ = ("escaped", "stopped_background", "timed_out")
+
+    def __init__(self) -> None:
+        self.timed_out = False
+        self.stopped_background = False
+        """Background processes in the group still held the output and were killed."""
+        self.escaped = False
+        """A process that left the process group (setsid) still holds the output."""
 
 
 def _environment(hidden: frozenset[str]) -> dict[str, str]:
