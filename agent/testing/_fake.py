@@ -463,28 +463,44 @@ def _read_timeout(request: httpx.Request) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-class _AsyncChunks(httpx.AsyncByteStream):
+class _Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """The body of an in-process response, paced by ``pause`` seconds between chunks."""
+
     def __init__(self, chunks: list[bytes], pause: float) -> None:
         self._chunks = chunks
         self._pause = pause
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for index, chunk in enumerate(self._chunks):
-            if index and self._pause:
-                await asyncio.sleep(self._pause)
-            yield chunk
-
-
-class _SyncChunks(httpx.SyncByteStream):
-    def __init__(self, chunks: list[bytes], pause: float) -> None:
-        self._chunks = chunks
-        self._pause = pause
+    def _paced(self) -> Iterator[tuple[float, bytes]]:
+        return ((self._pause if index else 0.0, c) for index, c in enumerate(self._chunks))
 
     def __iter__(self) -> Iterator[bytes]:
-        for index, chunk in enumerate(self._chunks):
-            if index and self._pause:
-                time.sleep(self._pause)
+        for pause, chunk in self._paced():
+            if pause:
+                time.sleep(pause)
             yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for pause, chunk in self._paced():
+            if pause:
+                await asyncio.sleep(pause)
+            yield chunk
+
+
+def _ask(fake: FakeGemini, request: httpx.Request, raw: bytes) -> tuple[_Outcome, float]:
+    """Answer an in-process request; return the outcome and how long to wait before replying."""
+    url = request.url
+    outcome = fake._handle(request.method, url.path, url.query.decode(), request.headers, raw)
+    read_timeout = _read_timeout(request)
+    return outcome, min(outcome.delay, read_timeout or outcome.delay)
+
+
+def _respond(outcome: _Outcome, request: httpx.Request) -> httpx.Response:
+    """Build the response after the wait, or time out as a socket read would have."""
+    read_timeout = _read_timeout(request)
+    if read_timeout is not None and outcome.delay > read_timeout:
+        raise httpx.ReadTimeout("FakeGemini: reply delayed past the read timeout", request=request)
+    stream = _Chunks(outcome.chunks, outcome.chunk_delay)
+    return httpx.Response(outcome.status, headers=outcome.headers, stream=stream, request=request)
 
 
 class _AsyncTransport(httpx.AsyncBaseTransport):
@@ -492,21 +508,10 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
         self._fake = fake
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        raw = await request.aread()
-        outcome = self._fake._handle(
-            request.method, request.url.path, request.url.query.decode(), request.headers, raw
-        )
-        if outcome.delay:
-            read_timeout = _read_timeout(request)
-            await asyncio.sleep(min(outcome.delay, read_timeout or outcome.delay))
-            if read_timeout is not None and outcome.delay > read_timeout:
-                raise httpx.ReadTimeout(
-                    "FakeGemini: reply delayed past the read timeout", request=request
-                )
-        stream = _AsyncChunks(outcome.chunks, outcome.chunk_delay)
-        return httpx.Response(
-            outcome.status, headers=outcome.headers, stream=stream, request=request
-        )
+        outcome, wait = _ask(self._fake, request, await request.aread())
+        if wait:
+            await asyncio.sleep(wait)
+        return _respond(outcome, request)
 
 
 class _SyncTransport(httpx.BaseTransport):
@@ -514,18 +519,7 @@ class _SyncTransport(httpx.BaseTransport):
         self._fake = fake
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        raw = request.read()
-        outcome = self._fake._handle(
-            request.method, request.url.path, request.url.query.decode(), request.headers, raw
-        )
-        if outcome.delay:
-            read_timeout = _read_timeout(request)
-            time.sleep(min(outcome.delay, read_timeout or outcome.delay))
-            if read_timeout is not None and outcome.delay > read_timeout:
-                raise httpx.ReadTimeout(
-                    "FakeGemini: reply delayed past the read timeout", request=request
-                )
-        stream = _SyncChunks(outcome.chunks, outcome.chunk_delay)
-        return httpx.Response(
-            outcome.status, headers=outcome.headers, stream=stream, request=request
-        )
+        outcome, wait = _ask(self._fake, request, request.read())
+        if wait:
+            time.sleep(wait)
+        return _respond(outcome, request)
