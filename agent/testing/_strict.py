@@ -119,6 +119,23 @@ _SCHEMA_KEYS: Final = frozenset(
 _SCHEMA_TYPES: Final = frozenset(
     {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 )
+_CONTENT_KEYS: Final = frozenset({"role", "parts"})
+_PART_KEYS: Final = frozenset(_PART_DATA) | _PART_META
+_SCHEMA_HINT: Final = (
+    " (The 'parameters' Schema is an OpenAPI subset; send a full JSON Schema as "
+    "'parametersJsonSchema' instead.)"
+)
+# Part key -> (its snake_case name in messages, its JSON-object payload, the payload rule,
+# the role of the content it belongs in).
+_FUNCTION_PARTS: Final = {
+    "functionCall": ("function_call", "args", "args must be a JSON object.", "model"),
+    "functionResponse": (
+        "function_response",
+        "response",
+        'the response must be a JSON object; wrap scalars, e.g. {"output": ...}.',
+        "user",
+    ),
+}
 _CALLING_MODES: Final = frozenset({"MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED"})
 _FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 
@@ -204,15 +221,23 @@ def _check(
         _check_signatures(contents, book)
 
 
-def _check_content(content: Any, where: str, *, system: bool = False) -> None:
-    if not isinstance(content, dict):
-        raise _Invalid(f"Invalid value at '{where}': a Content must be a JSON object.")
-    for key in content:
-        if key not in ("role", "parts"):
+def _check_object(
+    value: Any, where: str, what: str, allowed: frozenset[str], hint: str = ""
+) -> dict[str, Any]:
+    """Return ``value`` if it is a JSON object holding only ``allowed`` keys, else refuse it."""
+    if not isinstance(value, dict):
+        raise _Invalid(f"Invalid value at '{where}': a {what} must be a JSON object.")
+    for key in value:
+        if key not in allowed:
             raise _Invalid(
                 f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
-                "Cannot find field."
+                f"Cannot find field.{hint}"
             )
+    return value
+
+
+def _check_content(content: Any, where: str, *, system: bool = False) -> None:
+    content = _check_object(content, where, "Content", _CONTENT_KEYS)
     role = content.get("role")
     if not system and role is not None and role not in ("user", "model"):
         raise _Invalid(f"Please use a valid role: user, model. Found {role!r} at {where}.")
@@ -224,14 +249,7 @@ def _check_content(content: Any, where: str, *, system: bool = False) -> None:
 
 
 def _check_part(part: Any, where: str, role: Any) -> None:
-    if not isinstance(part, dict):
-        raise _Invalid(f"Invalid value at '{where}': a Part must be a JSON object.")
-    for key in part:
-        if key not in _PART_DATA and key not in _PART_META:
-            raise _Invalid(
-                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
-                "Cannot find field."
-            )
+    part = _check_object(part, where, "Part", _PART_KEYS)
     data = [key for key in _PART_DATA if key in part]
     if len(data) != 1:
         found = ", ".join(data) or "none"
@@ -244,39 +262,34 @@ def _check_part(part: Any, where: str, role: Any) -> None:
             f"Invalid value at '{where}.thought_signature' (TYPE_BYTES), "
             f"Base64 decoding failed for {part['thoughtSignature']!r}"
         )
-    if "functionCall" in part:
-        call = part["functionCall"]
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise _Invalid(
-                f"* GenerateContentRequest.{where}.function_call.name: name is required."
-            )
-        if "args" in call and not isinstance(call["args"], dict):
-            raise _Invalid(
-                f"Invalid value at '{where}.function_call.args' (type.googleapis.com/"
-                "google.protobuf.Struct): args must be a JSON object."
-            )
-        if role == "user":
-            raise _Invalid(
-                f"* GenerateContentRequest.{where}: a functionCall part must be in a 'model' "
-                "content, not a 'user' one."
-            )
-    if "functionResponse" in part:
-        response = part["functionResponse"]
-        if not isinstance(response, dict) or not isinstance(response.get("name"), str):
-            raise _Invalid(
-                f"* GenerateContentRequest.{where}.function_response.name: name is required."
-            )
-        if "response" in response and not isinstance(response["response"], dict):
-            raise _Invalid(
-                f"Invalid value at '{where}.function_response.response' (type.googleapis.com/"
-                "google.protobuf.Struct): the response must be a JSON object; wrap scalars, "
-                'e.g. {"output": ...}.'
-            )
-        if role == "model":
-            raise _Invalid(
-                f"* GenerateContentRequest.{where}: a functionResponse part must be in a 'user' "
-                "content, not a 'model' one."
-            )
+    for key, (field_name, payload, rule, home) in _FUNCTION_PARTS.items():
+        if key in part:
+            _check_function_part(part[key], where, key, field_name, payload, rule, home, role)
+
+
+def _check_function_part(
+    value: Any,
+    where: str,
+    key: str,
+    field_name: str,
+    payload: str,
+    rule: str,
+    home: str,
+    role: Any,
+) -> None:
+    """Check a ``functionCall`` or ``functionResponse`` part (see ``_FUNCTION_PARTS``)."""
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise _Invalid(f"* GenerateContentRequest.{where}.{field_name}.name: name is required.")
+    if payload in value and not isinstance(value[payload], dict):
+        raise _Invalid(
+            f"Invalid value at '{where}.{field_name}.{payload}' (type.googleapis.com/"
+            f"google.protobuf.Struct): {rule}"
+        )
+    if role == ("user" if home == "model" else "model"):
+        raise _Invalid(
+            f"* GenerateContentRequest.{where}: a {key} part must be in a '{home}' "
+            f"content, not a '{role}' one."
+        )
 
 
 def _check_tools(tools: Any) -> None:
@@ -300,14 +313,7 @@ def _check_tools(tools: Any) -> None:
 
 
 def _check_declaration(decl: Any, where: str) -> str:
-    if not isinstance(decl, dict):
-        raise _Invalid(f"Invalid value at '{where}': a FunctionDeclaration must be a JSON object.")
-    for key in decl:
-        if key not in _DECLARATION_KEYS:
-            raise _Invalid(
-                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
-                "Cannot find field."
-            )
+    decl = _check_object(decl, where, "FunctionDeclaration", _DECLARATION_KEYS)
     name = decl.get("name")
     if not isinstance(name, str) or not _FUNCTION_NAME.fullmatch(name):
         raise _Invalid(
@@ -330,15 +336,7 @@ def _check_declaration(decl: Any, where: str) -> str:
 
 
 def _check_schema(schema: Any, where: str) -> None:
-    if not isinstance(schema, dict):
-        raise _Invalid(f"Invalid value at '{where}': a Schema must be a JSON object.")
-    for key in schema:
-        if key not in _SCHEMA_KEYS:
-            raise _Invalid(
-                f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': Cannot find "
-                "field. (The 'parameters' Schema is an OpenAPI subset; send a full JSON Schema "
-                "as 'parametersJsonSchema' instead.)"
-            )
+    schema = _check_object(schema, where, "Schema", _SCHEMA_KEYS, _SCHEMA_HINT)
     kind = schema.get("type")
     if kind is not None and (not isinstance(kind, str) or kind.upper() not in _SCHEMA_TYPES):
         raise _Invalid(
