@@ -64,3 +64,10 @@ async def test_a_bad_request_is_not_retried() -> None:
     with pytest.raises(ModelError):
         await Agent(http_client=fake.http_client(), api_key="test").run("hi")
     assert len(fake.requests) == 1
+
+
+async def test_an_exhausted_script_fails_the_agent_at_once() -> None:
+    fake = FakeGemini([])
+    with pytest.raises(ModelError, match="script exhausted"):
+        await Agent(http_client=fake.http_client(), api_key="test").run("hi")
+    assert [r.status for r in fake.requests] == [400], "a script problem is not retried"
