@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,23 +259,28 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     return body
 
 
-@register("grep")
-def grep_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``grep`` tool for ``settings``' workspace."""
+def _search_tool(
+    name: str,
+    run: Callable[[BuiltinSettings, Workspace, dict[str, Any]], str],
+    template: str,
+    schema: dict[str, Any],
+    settings: BuiltinSettings,
+) -> Tool:
     workspace = Workspace(settings)
 
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult(_run_grep(settings, workspace, args))
+        return ToolResult(run(settings, workspace, args))
 
-    return builtin_tool("grep", execute, _describe(_GREP_DESCRIPTION), GREP_SCHEMA)
+    return builtin_tool(name, execute, _describe(template), schema)
+
+
+@register("grep")
+def grep_tool(settings: BuiltinSettings) -> Tool:
+    """Build the ``grep`` tool for ``settings``' workspace."""
+    return _search_tool("grep", _run_grep, _GREP_DESCRIPTION, GREP_SCHEMA, settings)
 
 
 @register("glob")
 def glob_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``glob`` tool for ``settings``' workspace."""
-    workspace = Workspace(settings)
-
-    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult(_run_glob(settings, workspace, args))
-
-    return builtin_tool("glob", execute, _describe(_GLOB_DESCRIPTION), GLOB_SCHEMA)
+    return _search_tool("glob", _run_glob, _GLOB_DESCRIPTION, GLOB_SCHEMA, settings)

@@ -1,0 +1,55 @@
+"""``import toolnexus`` and the first ``build`` stay light: heavy modules load on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("pydantic", "google.genai", "httpx", "yaml", "markdownify", "asyncio", "mcp")
+
+SCRIPT = """
+import sys
+heavy = {heavy!r}
+def loaded():
+    return sorted(m for m in heavy if m in sys.modules)
+import toolnexus as tn
+print("import", loaded())
+tk = tn.build()
+print("build", loaded())
+@tn.define_tool
+def add(a: int, b: int = 1) -> int:
+    '''Add two numbers.'''
+    return a + b
+print("define", loaded())
+print("schema", dict(add.input_schema)["required"], "pydantic" in sys.modules)
+"""
+
+
+def test_import_build_and_define_tool_load_no_heavy_module() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == [
+        "import []",
+        "build []",
+        "define []",
+        "schema ['a'] True",
+    ]
+
+
+def test_lazy_names_resolve_and_are_listed() -> None:
+    import toolnexus
+
+    for name in toolnexus.__all__:
+        assert getattr(toolnexus, name) is not None
+        assert name in dir(toolnexus)
+    try:
+        toolnexus.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no attribute 'no_such_name'" in str(exc)
+    else:
+        raise AssertionError("a missing name must raise AttributeError")
