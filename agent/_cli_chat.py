@@ -92,7 +92,8 @@ def chat_command(args: argparse.Namespace) -> int:
                 toolkit,
                 system=system,
                 max_turns=args.max_turns,
-                wait_for=Asker([], sys.stderr),
+                # The user is at the keyboard (or feeding lines): questions read the next line.
+                wait_for=Asker([], sys.stderr, tty=True),
                 store=store,
             )
             session = args.session or f"chat-{time.time_ns()}"

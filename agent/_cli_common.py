@@ -379,13 +379,15 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
         async with httpx.AsyncClient() as http:
             yield AgentFactory(args.model or DEFAULT_MODEL_NAME, http, None)
         return
+    import yaml
+
     from agent.testing import ScenarioError, read_scenario
 
     try:
         scenario = read_scenario(Path(scenario_path))
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"--fake: cannot read {scenario_path}: {_reason(exc)}") from None
-    except (ScenarioError, ValueError) as exc:
+    except (ScenarioError, ValueError, yaml.YAMLError) as exc:
         raise CliError(f"--fake: {scenario_path} is not a valid scenario: {exc}") from None
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL_NAME)

@@ -209,8 +209,11 @@ async def stream_run(
             args = json.dumps(event.args, ensure_ascii=False)
             err.write(f"-> {event.name} {_shorten(args)}\n")
         elif isinstance(event, ToolResultEvent):
-            mark = "x " if event.result.is_error else "<- "
-            err.write(f"{mark}{event.call.name}: {_summary(event.result.output)}\n")
+            if event.result.pending is not None:
+                err.write(f"<- {event.call.name}: (waiting for an answer)\n")
+            else:
+                mark = "x " if event.result.is_error else "<- "
+                err.write(f"{mark}{event.call.name}: {_summary(event.result.output)}\n")
         elif isinstance(event, Retry):
             newline()
             err.write(f"(model call failed: {event.status}; retrying in {event.delay:.1f} s)\n")
@@ -238,7 +241,8 @@ class Asker:
     """The ``wait_for`` of the CLI: answers ``question`` requests from --answer, else the terminal.
 
     Each question of a request takes the next ``--answer`` value; when they run out, it
-    asks on the terminal if stdin is one, else declines (the model is told nobody answered).
+    reads a line of stdin if stdin is a terminal (or ``tty=True``), else declines (the model
+    is told nobody answered). End of input declines too.
     """
 
     def __init__(self, answers: Sequence[str], err: TextIO, *, tty: bool | None = None) -> None:

@@ -166,6 +166,9 @@ def test_usage_errors_name_the_path_and_the_reason(inproc: InProcess, workdir: P
     )
     code, _, err = inproc("run", "--fake", "missing.yaml", "hi")
     assert (code, err) == (2, "--fake: cannot read missing.yaml: No such file or directory\n")
+    (workdir / "broken.yaml").write_text("turns: [{text: a ? b}", encoding="utf-8")
+    code, _, err = inproc("run", "--fake", "broken.yaml", "hi")
+    assert code == 2 and err.startswith("--fake: broken.yaml is not a valid scenario: "), err
     code, _, err = inproc("run", "--system", "@nope.txt", "hi")
     assert (code, err) == (2, "--system: cannot read nope.txt: No such file or directory\n")
 
