@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
-from agent.testing import FakeGemini, blocked, error, function_call, reply
-from tests.cli.conftest import Cli, InProcess
+from agent.testing import FakeGemini, blocked, delay, error, function_call, reply
+from tests.cli.conftest import Cli, InProcess, cli_env
 
 TOOLS = ("--no-builtins", "--tools", "clitools:TOOLS")
 
@@ -194,3 +197,33 @@ def test_mcp_tools_are_offered_and_called(inproc: InProcess, workdir: Path) -> N
     assert '<- calc_add: {"sum": 5}' in err
     declared = fake.requests[0].declared_functions
     assert "calc_add" in declared and "calc_fail" not in declared
+
+
+def test_prompt_from_stdin(cli: Cli) -> None:
+    fake = FakeGemini(["Read you."])
+    with fake.serve() as server:
+        done = cli("run", "--no-builtins", "-", server=server, stdin="a prompt\nover two lines\n")
+    assert (done.returncode, done.stdout) == (0, "Read you.\n"), done.stderr
+    assert fake.requests[0].contents[0]["parts"][0]["text"] == "a prompt\nover two lines\n"
+
+
+def test_ctrl_c_stops_a_run_with_exit_code_130(workdir: Path) -> None:
+    fake = FakeGemini([delay(5, "Too late.")])
+    with fake.serve() as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--no-builtins", "Slow?"],
+            cwd=workdir,
+            env=cli_env(server),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not fake.requests:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.endswith("\ninterrupted\n") and "Traceback" not in err
+    assert out == ""
