@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from toolnexus._execute import execute, execute_async
     from toolnexus._function import define_tool
     from toolnexus._http import http_tool
+    from toolnexus._mcp import McpConfigError, McpServerStatus, mcp_status
     from toolnexus._registry import Limits
     from toolnexus._skills import (
         Skill,
@@ -54,6 +55,9 @@ _LAZY = {
     "execute_async": "toolnexus._execute",
     "define_tool": "toolnexus._function",
     "http_tool": "toolnexus._http",
+    "McpConfigError": "toolnexus._mcp",
+    "McpServerStatus": "toolnexus._mcp",
+    "mcp_status": "toolnexus._mcp",
     "Limits": "toolnexus._registry",
     "Skill": "toolnexus._skills",
     "SkillInventory": "toolnexus._skills",
@@ -83,6 +87,8 @@ __all__ = [
     "Answer",
     "ArgumentError",
     "Limits",
+    "McpConfigError",
+    "McpServerStatus",
     "Request",
     "Skill",
     "SkillInventory",
@@ -99,6 +105,7 @@ __all__ = [
     "execute_async",
     "http_tool",
     "list_skills",
+    "mcp_status",
     "sanitize",
     "skills_prompt",
     "to_anthropic",
