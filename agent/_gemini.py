@@ -41,6 +41,7 @@ __all__ = [
     "Content",
     "ErrorInfo",
     "Reply",
+    "api_key_of",
     "build_client",
     "calls_of",
     "error_info",
@@ -50,6 +51,8 @@ __all__ = [
     "parse",
     "pending_requests",
     "replace_response",
+    "scrub",
+    "scrubbed",
     "stream",
     "to_contents",
     "to_dict",
@@ -124,6 +127,20 @@ def build_client(
             f"Invalid Gemini client settings: {scrub(str(exc), api_key)}"
         ) from None
     return Clients(client, owned, transport)
+
+
+def api_key_of(client: genai.Client) -> str | None:
+    """Return the API key ``client`` sends (given or read from the environment), if any."""
+    key = getattr(getattr(client, "_api_client", None), "api_key", None)
+    return key if isinstance(key, str) and key.strip() else None
+
+
+def scrubbed(info: ErrorInfo, secret: str | None) -> ErrorInfo:
+    """Return ``info`` with ``secret`` removed from its message and status."""
+    if not secret:
+        return info
+    status = scrub(info.status, secret) if info.status is not None else None
+    return info._replace(message=scrub(info.message, secret), status=status)
 
 
 def scrub(text: str, secret: str | None) -> str:

@@ -224,22 +224,19 @@ class Run:
                 return
             if changed is not None:
                 request = changed
+        failure: _gemini.ErrorInfo | None = None
         try:
             async with contextlib.aclosing(self._call(request)) as events:
                 async for event in events:
                     yield event
         except Exception as exc:
-            info = _gemini.error_info(exc)
-            if info is None:
+            failure = _gemini.error_info(exc)
+            if failure is None:
                 raise
-            label = " ".join(str(p) for p in (info.code, info.status) if p is not None)
-            raise ModelError(
-                code=info.code,
-                status=info.status,
-                message=info.message,
-                attempts=self._attempts,
-                result=self.result("incomplete", reason=label or "model error"),
-            ) from exc
+        if failure is not None:
+            # Raised outside the handler, so the SDK error (whose body may echo the API key)
+            # is neither the cause nor the context of the ModelError.
+            raise self._model_error(failure)
         response = self._response
         if hooks.after_model is not None:
             changed = await _maybe(hooks.after_model(request, response))
@@ -249,6 +246,17 @@ class Run:
             if changed is not None:
                 response = changed
         self._reply = _gemini.parse(response)
+
+    def _model_error(self, failure: _gemini.ErrorInfo) -> ModelError:
+        info = _gemini.scrubbed(failure, _gemini.api_key_of(self.s.client().genai))
+        label = " ".join(str(p) for p in (info.code, info.status) if p is not None)
+        return ModelError(
+            code=info.code,
+            status=info.status,
+            message=info.message,
+            attempts=self._attempts,
+            result=self.result("incomplete", reason=label or "model error"),
+        )
 
     async def _call(self, request: ModelRequest) -> AsyncGenerator[Event, None]:
         """Make the model call under the retry policy; leave the response in ``_response``.
@@ -297,6 +305,7 @@ class Run:
         self._response = assembler.response()
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
+        info = _gemini.scrubbed(info, _gemini.api_key_of(self.s.client().genai))
         retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
         logger.warning(
             "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import traceback
 from collections.abc import AsyncIterator
@@ -11,7 +12,7 @@ import httpx
 import pytest
 import respx
 
-from agent import DeadlineExceededError, ModelError, RetryPolicy, RunError
+from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError
 from tests.agent._loop_support import (
     KEY,
     Script,
@@ -228,3 +229,38 @@ async def test_the_api_key_is_not_in_errors_or_logs(http, mock, caplog):
     assert KEY not in str(info.value.result.to_dict())
     for record in caplog.records:
         assert KEY not in record.getMessage()
+
+
+@pytest.mark.parametrize("source", ["argument", "environment"])
+async def test_a_key_echoed_by_the_server_is_scrubbed_everywhere(
+    http, mock, caplog, monkeypatch, source
+):
+    caplog.set_level(logging.DEBUG)
+    for name in ("google_genai", "httpx", "httpcore", "agent"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    secret = "AIzaECHOED-key-9876543210"
+    echoed = f"API key {secret} not valid. x-goog-api-key={secret}"
+    busy = api_error(503, f"UNAVAILABLE {secret}", echoed)
+    script = Script(mock, [busy, api_error(401, "UNAUTHENTICATED", echoed)])
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    if source == "environment":
+        monkeypatch.setenv("GEMINI_API_KEY", secret)
+        agent = Agent(http_client=http, retry=RetryPolicy(sleep=Sleeps(), jitter=0.0))
+    else:
+        monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+        agent = Agent(api_key=secret, http_client=http, retry=RetryPolicy(sleep=Sleeps()))
+    with pytest.raises(ModelError) as info:
+        await agent.run("go")
+    assert script.headers[0]["x-goog-api-key"] == secret  # the key really was in use
+    error = info.value
+    assert error.code == 401
+    assert error.message == "API key *** not valid. x-goog-api-key=***"
+    assert error.__cause__ is None and error.__context__ is None
+    for shown in (str(error), repr(error), error.message, str(error.status)):
+        assert secret not in shown
+    assert secret not in "".join(traceback.format_exception(error))
+    assert secret not in json.dumps(error.result.to_dict())
+    assert error.result.retries[0].status == "UNAVAILABLE ***"
+    assert caplog.records  # the loggers were listening
+    for record in caplog.records:
+        assert secret not in record.getMessage()
