@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -97,9 +97,9 @@ class Run:
         self._save = save
         self.answer = answer
         self.contents: list[_gemini.Content] = _gemini.to_contents(history or ())
-        self.dicts: list[dict[str, Any] | None] = [
-            dict(item) if isinstance(item, Mapping) else None for item in history or ()
-        ]
+        # History is converted like model turns (once, on first use), so the transcript
+        # is always fresh camelCase JSON, whatever key style or bytes the caller passed.
+        self.dicts: list[dict[str, Any] | None] = [None] * len(self.contents)
         self._prompt = prompt
         if prompt is None and not self.contents:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")

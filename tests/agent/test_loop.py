@@ -270,6 +270,25 @@ async def test_history_continues_a_conversation(http, mock):
     assert second.contents == [*script.contents(1), answer]
 
 
+async def test_history_dicts_come_back_as_fresh_wire_json(http, mock):
+    script = Script(mock, [reply(text("ok"))])
+    parts = [{"text": "b", "thought_signature": b"\x01\x02"}]
+    history = [
+        {"role": "user", "parts": [{"text": "a"}]},
+        {"role": "model", "parts": parts},
+    ]
+    result = await make_agent(http).run("c", history=history)
+    model_turn = {"role": "model", "parts": [{"text": "b", "thoughtSignature": "AQI="}]}
+    assert result.contents[1] == model_turn
+    assert script.contents(0)[1] == model_turn  # the signature went out byte for byte
+    json.dumps(result.to_dict())
+    # Nothing is shared with the caller's history, in either direction.
+    result.contents[0]["parts"].append({"text": "mutated"})
+    assert history[0]["parts"] == [{"text": "a"}]
+    parts.append({"text": "late"})
+    assert result.contents[1] == model_turn
+
+
 async def test_stream_yields_typed_events_from_the_same_loop(http, mock):
     Script(
         mock,
