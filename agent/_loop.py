@@ -192,15 +192,19 @@ class Run:
             return self.result("incomplete", limit="repeated_call")
         return None
 
-    def _observe(self, reply: _gemini.Reply) -> list[Event]:
-        """Count a response's usage; in unary mode also report its text and thoughts."""
+    def _count(self, reply: _gemini.Reply) -> UsageEvent:
+        """Count a response as a turn, with its usage (the model was called and billed)."""
         self.turns += 1
         self.turn_usage.append(reply.usage)
         self.usage = self.usage + reply.usage
         self.finish_reason = reply.finish_reason
         if reply.model_version:
             self.model_version = reply.model_version
-        events: list[Event] = [UsageEvent(self.turns, reply.usage, self.usage)]
+        return UsageEvent(self.turns, reply.usage, self.usage)
+
+    def _observe(self, reply: _gemini.Reply) -> list[Event]:
+        """Count a response's usage; in unary mode also report its text and thoughts."""
+        events: list[Event] = [self._count(reply)]
         if not self.streaming:
             events.extend(Thought(text, self.turns) for text in reply.thoughts)
             events.extend(TextDelta(text, self.turns) for text in reply.texts)
@@ -242,6 +246,7 @@ class Run:
             changed = await _maybe(hooks.after_model(request, response))
             if isinstance(changed, Veto):
                 self._veto = changed.reason
+                yield self._count(_gemini.parse(response))  # vetoed, but billed all the same
                 return
             if changed is not None:
                 response = changed

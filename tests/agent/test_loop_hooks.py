@@ -12,7 +12,7 @@ import respx
 
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, ModelRequest, Veto
-from agent.events import Done, Pending
+from agent.events import Done, Pending, UsageEvent
 from tests.agent._loop_support import (
     Script,
     call,
@@ -20,6 +20,7 @@ from tests.agent._loop_support import (
     make_agent,
     reply,
     text,
+    usage,
 )
 from toolnexus import ToolResult
 
@@ -116,6 +117,21 @@ async def test_after_model_may_veto_or_replace(http, mock):
     result = await make_agent(http, hooks=Hooks(after_model=censor)).run("go")
     assert (result.status, result.reason) == ("blocked", "leak detected")
     assert result.contents == [{"role": "user", "parts": [{"text": "go"}]}]
+
+
+async def test_an_after_model_veto_still_counts_the_billed_turn(http, mock):
+    Script(mock, [reply(text("fine"), meta=usage(10, 5, 15))])
+    hooks = Hooks(after_model=lambda request, response: Veto("post"))
+    events = [event async for event in make_agent(http, hooks=hooks).stream("go")]
+    result = events[-1].result
+    assert (result.status, result.reason, result.turns) == ("blocked", "post", 1)
+    assert (result.usage.prompt, result.usage.candidates, result.usage.total) == (10, 5, 15)
+    assert result.turn_usage == (result.usage,)
+    # Streamed text was shown as it came; then the turn is counted and the run ends.
+    assert [type(event) for event in events[-2:]] == [UsageEvent, Done]
+    assert events[-2].total == result.usage
+    assert result.text == ""  # the vetoed reply is not kept
+    assert len(result.contents) == 1
 
 
 QUESTION = {"questions": [{"question": "Deploy now?", "options": ["yes", "no"]}]}
