@@ -20,7 +20,7 @@ from agent import _gemini
 from agent._classify import Kind, call_signature, classify
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import RetryPolicy, retrying
-from agent.errors import ConfigurationError, ModelError
+from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
     Done,
     Event,
@@ -210,6 +210,17 @@ class Run:
             events.extend(TextDelta(text, self.turns) for text in reply.texts)
         return events
 
+    async def _hook(self, name: str, hook: Callable[..., Any], *args: Any) -> Any:
+        """Call a hook or ``wait_for`` (sync or async); wrap what it raises in `HookError`."""
+        try:
+            return await _maybe(hook(*args))
+        except Exception as exc:  # cancellation is a BaseException and passes untouched
+            raise HookError(
+                f"the {name} hook raised {type(exc).__name__}: {exc}",
+                hook=name,
+                result=self.result("incomplete", reason=f"{name} hook failed"),
+            ) from exc
+
     # -- fetch ------------------------------------------------------------------------------
 
     async def _fetch(self) -> AsyncGenerator[Event, None]:
@@ -222,7 +233,7 @@ class Run:
         contents = list(self.contents) if watched else self.contents
         request = ModelRequest(self.s.model, contents, self.s.config, turn)
         if hooks.before_model is not None:
-            changed = await _maybe(hooks.before_model(request))
+            changed = await self._hook("before_model", hooks.before_model, request)
             if isinstance(changed, Veto):
                 self._veto = changed.reason
                 return
@@ -243,7 +254,7 @@ class Run:
             raise self._model_error(failure)
         response = self._response
         if hooks.after_model is not None:
-            changed = await _maybe(hooks.after_model(request, response))
+            changed = await self._hook("after_model", hooks.after_model, request, response)
             if isinstance(changed, Veto):
                 self._veto = changed.reason
                 yield self._count(_gemini.parse(response))  # vetoed, but billed all the same
@@ -374,7 +385,7 @@ class Run:
         args: dict[str, Any] = call.args
         result: ToolResult | None = None
         if hooks.before_tool is not None:
-            changed = await _maybe(hooks.before_tool(call))
+            changed = await self._hook("before_tool", hooks.before_tool, call)
             if isinstance(changed, ToolResult):
                 result = changed
             elif changed is not None:
@@ -385,10 +396,10 @@ class Run:
             result = await self._tool(call, args, None)
             request = result.pending
             if request is not None and self.s.wait_for is not None:
-                reply = await _maybe(self.s.wait_for(request))
+                reply = await self._hook("wait_for", self.s.wait_for, request)
                 result = await self._answered(call, args, request, reply)
         if hooks.after_tool is not None:
-            changed = await _maybe(hooks.after_tool(call, result))
+            changed = await self._hook("after_tool", hooks.after_tool, call, result)
             if changed is not None:
                 result = changed
         return args, result
@@ -468,7 +479,7 @@ class Run:
             if answer is not None and answer.get("id") == request["id"]:
                 reply: Answer = answer
             elif self.s.wait_for is not None:
-                reply = await _maybe(self.s.wait_for(request))
+                reply = await self._hook("wait_for", self.s.wait_for, request)
             elif self._prompt is not None:
                 reply = Answer(id=request["id"], ok=False)
             else:

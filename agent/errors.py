@@ -8,6 +8,7 @@ turn is lost::
     ├── ConfigurationError        misuse: no API key, bad options, unusable history/answer
     └── RunError                  a run failed part-way; ``.result`` is the partial RunResult
         ├── ModelError            the model call failed and retries did not help
+        ├── HookError             a hook or ``wait_for`` raised; the original is ``__cause__``
         └── DeadlineExceededError the whole-run deadline passed
 
 Results the model can cause (a tool error, a blocked prompt, a hit limit) are never raised:
@@ -35,6 +36,7 @@ __all__ = [
     "AgentError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "HookError",
     "ModelError",
     "RunError",
 ]
@@ -85,6 +87,19 @@ class ModelError(RunError):
         self.status = status
         self.message = message
         self.attempts = attempts
+
+
+class HookError(RunError):
+    """A hook or the ``wait_for`` callback raised; the run stopped there.
+
+    ``hook`` names it (``"before_model"``, ``"after_model"``, ``"before_tool"``,
+    ``"after_tool"`` or ``"wait_for"``); the exception it raised is ``__cause__``, with its
+    traceback, since the bug is in that code. Cancellation is not wrapped.
+    """
+
+    def __init__(self, message: str, *, hook: str, result: RunResult) -> None:
+        super().__init__(message, result=result)
+        self.hook = hook
 
 
 class DeadlineExceededError(RunError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,6 +13,7 @@ import respx
 
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, ModelRequest, Veto
+from agent.errors import HookError
 from agent.events import Done, Pending, UsageEvent
 from tests.agent._loop_support import (
     Script,
@@ -216,3 +218,68 @@ async def test_resuming_needs_a_matching_answer(http, mock, tmp_path):
 async def test_an_answer_without_a_pending_request_is_refused(http, mock):
     with pytest.raises(ConfigurationError, match="does not wait"):
         await make_agent(http).run("go", answer={"id": "x", "ok": True})
+
+
+class PolicyBug(Exception):
+    pass
+
+
+def boom(*args: Any) -> None:
+    raise PolicyBug("bad policy")
+
+
+async def test_a_raising_before_model_hook_becomes_a_hook_error(http, mock):
+    script = Script(mock, [])
+    with pytest.raises(HookError) as info:
+        await make_agent(http, hooks=Hooks(before_model=boom)).run("go")
+    error = info.value
+    assert error.hook == "before_model"
+    assert isinstance(error.__cause__, PolicyBug)
+    assert "PolicyBug: bad policy" in str(error)
+    assert error.result.turns == 0
+    assert error.result.contents == [{"role": "user", "parts": [{"text": "go"}]}]
+    assert script.bodies == []
+
+
+async def test_a_raising_after_tool_hook_keeps_the_completed_turns(http, mock):
+    Script(mock, [reply(call("echo", {"text": "a"})), reply(call("echo", {"text": "b"}))])
+    seen = []
+
+    async def after_tool(call_event, result):
+        seen.append(call_event.turn)
+        if call_event.turn == 2:
+            raise PolicyBug("second turn")
+        return None
+
+    agent = make_agent(http, echo_toolkit(), hooks=Hooks(after_tool=after_tool))
+    with pytest.raises(HookError) as info:
+        await agent.run("go")
+    error = info.value
+    assert (error.hook, seen) == ("after_tool", [1, 2])
+    assert isinstance(error.__cause__, PolicyBug)
+    assert error.result.turns == 2
+    assert [record.args for record in error.result.tool_calls] == [{"text": "a"}]
+    json.dumps(error.result.to_dict())
+
+
+async def test_a_raising_wait_for_becomes_a_hook_error_in_a_stream(http, mock, tmp_path):
+    Script(mock, [reply(call("question", QUESTION, id="q1"))])
+    agent = make_agent(http, tn.build(root=tmp_path), wait_for=boom)
+    seen = []
+    with pytest.raises(HookError) as info:
+        async for event in agent.stream("deploy?"):
+            seen.append(event)
+    assert info.value.hook == "wait_for"
+    assert isinstance(info.value.__cause__, PolicyBug)
+    assert info.value.result.turns == 1
+    assert not any(isinstance(event, Done) for event in seen)
+
+
+async def test_cancellation_inside_a_hook_is_not_wrapped(http, mock):
+    Script(mock, [reply(text("hi"))])
+
+    async def cancelled(request):
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await make_agent(http, hooks=Hooks(before_model=cancelled)).run("go")
