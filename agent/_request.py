@@ -84,10 +84,14 @@ def check_declaration(decl: Mapping[str, Any]) -> list[DeclarationProblem]:
     """Return every reason Gemini would refuse ``decl`` (empty when it looks acceptable).
 
     Checked: the function-name rules (``^[A-Za-z_][A-Za-z0-9_-]{0,62}$``, the rules every
-    API version agrees on), that the schema is a JSON object schema (``type: "object"``),
-    that it holds only JSON values, that every ``type`` is a JSON-Schema type, that local
-    ``$ref``s point at an existing definition, and that ``required`` names declared
-    properties.
+    API version agrees on), that the schema is a JSON object schema (``type`` absent,
+    ``"object"`` or ``["object"]``), that it holds only JSON values, that every ``type`` is a
+    JSON-Schema type, that ``required`` is a list of names and that every ``$ref`` is local
+    (``#...``, Gemini fetches nothing) and points at an existing definition.
+
+    Deliberately not a problem: ``required`` naming a property that ``properties`` does not
+    declare. That is valid JSON Schema (the object may still hold the property), so the
+    tool is sent as its author wrote it rather than silently left out.
     """
     name = str(decl.get("name", ""))
     problems: list[DeclarationProblem] = []
@@ -105,7 +109,7 @@ def check_declaration(decl: Mapping[str, Any]) -> list[DeclarationProblem]:
     if not isinstance(schema, Mapping):
         problems.append(DeclarationProblem(name, field, "the schema must be a JSON object"))
         return problems
-    if schema.get("type", "object") != "object":
+    if schema.get("type", "object") not in ("object", ["object"]):
         problems.append(
             DeclarationProblem(
                 name, f"{field}.type", "function parameters must be an object schema"
@@ -178,7 +182,13 @@ def _ref_problems(
         return
     if not isinstance(ref, str):
         yield f"{where}.$ref", "must be a string"
-    elif ref.startswith("#") and _resolve(root, ref) is None:
+    elif not ref.startswith("#"):
+        yield (
+            f"{where}.$ref",
+            f"{ref!r} is not a local reference: Gemini resolves only '#/...' references "
+            "within the schema",
+        )
+    elif _resolve(root, ref) is None:
         yield f"{where}.$ref", f"{ref!r} does not point at a definition in this schema"
 
 
@@ -188,11 +198,6 @@ def _required_problems(node: Mapping[str, Any], where: str) -> Iterator[tuple[st
         return
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         yield f"{where}.required", "must be a list of property names"
-        return
-    properties = node.get("properties")
-    if isinstance(properties, Mapping) or properties is None:
-        for missing in (r for r in required if r not in (properties or {})):
-            yield f"{where}.required", f"{missing!r} is required but not a declared property"
 
 
 def _resolve(root: Mapping[str, Any], ref: str) -> Any:

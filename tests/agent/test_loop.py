@@ -197,8 +197,10 @@ async def test_a_tool_gemini_would_refuse_is_reported_and_left_out(http, mock):
 
 
 async def test_refused_declarations_can_raise_instead(http):
-    bad = Tool("ok", lambda a, c: "x", "", {"type": "object", "required": ["missing"]})
-    with pytest.raises(ConfigurationError, match=r"'ok'.*parametersJsonSchema.required"):
+    # (A ``required`` name missing from ``properties`` used to be refused here; it is valid.)
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}
+    bad = Tool("ok", lambda a, c: "x", "", remote)
+    with pytest.raises(ConfigurationError, match=r"'ok'.*parametersJsonSchema.properties.a.\$ref"):
         make_agent(http, toolkit([bad]), invalid_tools="raise")
 
 

@@ -84,6 +84,28 @@ def test_rich_json_schema_passes():
 
 
 @pytest.mark.parametrize(
+    "schema",
+    [
+        # Valid JSON Schema that Gemini takes: the tool is kept, not dropped.
+        {"type": "object", "required": ["x"]},
+        {"type": "object", "properties": {"a": {}}, "required": ["a", "b"]},
+        {"type": ["object"], "properties": {"a": {"type": "string"}}},
+        {"properties": {"a": {"$ref": "#"}}},
+    ],
+)
+def test_accepted_valid_schemas(schema):
+    assert check_declaration(decl(schema=schema)) == []
+    kept, problems = split_valid([decl(schema=schema)])
+    assert (len(kept), problems) == (1, [])
+
+
+def test_a_remote_ref_is_named_as_such():
+    schema = {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}
+    (problem,) = check_declaration(decl(schema=schema))
+    assert "not a local reference" in problem.message
+
+
+@pytest.mark.parametrize(
     ("schema", "field"),
     [
         ({"type": "string"}, "parametersJsonSchema.type"),
@@ -96,7 +118,13 @@ def test_rich_json_schema_passes():
             {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
             "parametersJsonSchema.properties.a.$ref",
         ),
-        ({"type": "object", "required": ["x"]}, "parametersJsonSchema.required"),
+        ({"type": "object", "required": "x"}, "parametersJsonSchema.required"),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+            "parametersJsonSchema.properties.a.$ref",
+        ),
+        ({"type": "object", "$ref": "other.json#/$defs/A"}, "parametersJsonSchema.$ref"),
+        ({"type": ["object", "null"]}, "parametersJsonSchema.type"),
         (
             {"type": "object", "properties": {"a": {"default": math.nan}}},
             "parametersJsonSchema.properties.a.default",
