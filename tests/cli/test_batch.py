@@ -81,7 +81,16 @@ def test_twenty_tasks_at_concurrency_four_complete(cli: Cli, workdir: Path) -> N
 def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) -> None:
     _write_tasks(workdir / "tasks.yaml", 20)
     out = workdir / "out.jsonl"
-    fake = FakeGemini(_answer_by_prompt(0.2))
+    # The first eight tasks answer at once and the rest slowly, so the batch is surely
+    # still running when it is killed; the resumed run gets fast answers.
+    slow = [True]
+
+    def model(body: dict[str, Any]) -> ReplyLike:
+        prompt = _prompt(body)
+        pause = 3.0 if slow[0] and int(prompt.split()[-1]) >= 8 else 0.01
+        return delay(pause, f"answer to {prompt}")
+
+    fake = FakeGemini(model)
     command = [
         sys.executable,
         "-m",
@@ -106,6 +115,7 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
         finally:
             first.kill()
             first.wait()
+        slow[0] = False
         before = _records(out)
         assert 5 <= len(before) < 20
         # A crash in the middle of a write leaves a partial line: resume drops it.

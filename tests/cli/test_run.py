@@ -69,28 +69,30 @@ def test_question_without_a_terminal_ends_pending_with_exit_3(cli: Cli) -> None:
     assert "Which city?" in result["pending"]["prompt"]
 
 
-def test_question_answered_from_the_answer_flag(cli: Cli) -> None:
+def test_question_answered_from_the_answer_flag(inproc: InProcess) -> None:
     ask = function_call("question", {"questions": [{"question": "Which city?"}]})
     fake = FakeGemini([ask, "Rome it is."])
     with fake.serve() as server:
-        done = cli("run", "--answer", "Rome", "Weather?", server=server)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "Rome it is.\n"
-    assert "? Which city?" in done.stderr
+        code, out, err = inproc("run", "--answer", "Rome", "Weather?", server=server)
+    assert code == 0, err
+    assert out == "Rome it is.\n"
+    assert "? Which city?" in err
     assert fake.requests[1].function_responses[0]["response"]["output"] == '"Rome"'
 
 
-def test_pending_session_is_resumed_with_an_answer(cli: Cli, workdir: Path) -> None:
+def test_pending_session_is_resumed_with_an_answer(inproc: InProcess, workdir: Path) -> None:
     ask = function_call("question", {"questions": [{"question": "Proceed?"}]})
     fake = FakeGemini([ask, "Done."])
     store = str(workdir / "s.db")
     with fake.serve() as server:
-        first = cli("run", "--session", "s1", "--store", store, "Do it", server=server)
-        assert first.returncode == 3, first.stderr
-        assert "--session s1" in first.stderr and "--answer" in first.stderr
-        second = cli("run", "--session", "s1", "--store", store, "--answer", "yes", server=server)
-    assert second.returncode == 0, second.stderr
-    assert second.stdout == "Done.\n"
+        code, _, err = inproc("run", "--session", "s1", "--store", store, "Do it", server=server)
+        assert code == 3, err
+        assert "--session s1" in err and "--answer" in err
+        code, out, err = inproc(
+            "run", "--session", "s1", "--store", store, "--answer", "yes", server=server
+        )
+    assert code == 0, err
+    assert out == "Done.\n"
     assert fake.requests[1].function_responses[0]["response"]["output"] == '"yes"'
 
 
@@ -108,26 +110,25 @@ def test_blocked_and_failed_runs_have_their_exit_codes(inproc: InProcess) -> Non
     assert "400" in result["error"] and "bad request" in result["error"]
 
 
-def test_session_with_a_store_remembers_the_previous_run(cli: Cli, workdir: Path) -> None:
+def test_session_with_a_store_remembers_the_previous_run(inproc: InProcess, workdir: Path) -> None:
     fake = FakeGemini(["Hello Ada.", reply("Your name is Ada.")])
     store = str(workdir / "chats.db")
     with fake.serve() as server:
         for prompt in ("I am Ada.", "What is my name?"):
-            done = cli(
+            code, _, err = inproc(
                 "run", "--no-builtins", "--session", "a", "--store", store, prompt, server=server
             )
-            assert done.returncode == 0, done.stderr
+            assert code == 0, err
     texts = [part.get("text") for c in fake.requests[1].contents for part in c["parts"]]
     assert texts == ["I am Ada.", "Hello Ada.", "What is my name?"]
 
 
-def test_fake_scenario_needs_no_key_and_no_server(cli: Cli, workdir: Path) -> None:
+def test_fake_scenario_needs_no_key_and_no_server(inproc: InProcess, workdir: Path) -> None:
     (workdir / "hello.yaml").write_text(
         "turns:\n  - expect: {user_text: hello}\n    text: Hi there!\n", encoding="utf-8"
     )
-    done = cli("run", "--no-builtins", "--fake", "hello.yaml", "hello")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "Hi there!\n"
+    code, out, err = inproc("run", "--no-builtins", "--fake", "hello.yaml", "hello")
+    assert (code, out) == (0, "Hi there!\n"), err
 
 
 def test_no_api_key_is_one_clear_paragraph(cli: Cli) -> None:
