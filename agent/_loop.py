@@ -323,7 +323,10 @@ class Run:
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
         info = _gemini.scrubbed(info, _gemini.api_key_of(self.s.client().genai))
         retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
-        logger.warning(
+        # INFO, not WARNING: a library must not print by itself (Python's last-resort
+        # handler shows warnings on stderr when the app set up no logging). Callers see
+        # retries as `Retry` events and in ``result.retries``.
+        logger.info(
             "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",
             " ".join(str(p) for p in (info.code, info.status) if p is not None),
             delay,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import subprocess
+import sys
 import traceback
 from collections.abc import AsyncIterator
 
@@ -72,6 +74,7 @@ async def test_retry_after_header_is_honoured(http, mock):
 
 
 async def test_503_twice_then_200_completes_with_two_retries(http, mock, caplog):
+    caplog.set_level(logging.INFO, logger="agent")
     sleeps = Sleeps()
     busy = api_error(503, "UNAVAILABLE", "The model is overloaded.")
     script = Script(mock, [busy, busy, reply(text("ok"))])
@@ -80,8 +83,10 @@ async def test_503_twice_then_200_completes_with_two_retries(http, mock, caplog)
     assert len(script.bodies) == 3
     assert [(r.attempt, r.code) for r in result.retries] == [(1, 503), (2, 503)]
     assert sleeps.waits == [1.0, 2.0]  # exponential backoff, jitter 0 here
-    warnings = [r.getMessage() for r in caplog.records if r.name == "agent"]
-    assert warnings == [
+    records = [r for r in caplog.records if r.name == "agent"]
+    # INFO: below the last-resort handler, so an app without logging set up sees nothing.
+    assert {r.levelno for r in records} == {logging.INFO}
+    assert [r.getMessage() for r in records] == [
         "Gemini call failed (503 UNAVAILABLE); retrying in 1.0 s (attempt 2 of 5)",
         "Gemini call failed (503 UNAVAILABLE); retrying in 2.0 s (attempt 3 of 5)",
     ]
@@ -264,3 +269,24 @@ async def test_a_key_echoed_by_the_server_is_scrubbed_everywhere(
     assert caplog.records  # the loggers were listening
     for record in caplog.records:
         assert secret not in record.getMessage()
+
+
+def test_a_retry_prints_nothing_when_the_app_set_up_no_logging():
+    script = """
+import asyncio
+from agent import Agent, RetryPolicy
+from agent.testing import FakeGemini, error
+
+async def instant(seconds):
+    pass
+
+fake = FakeGemini([error(503), "ok"])
+agent = Agent(api_key="k", http_client=fake.http_client(), retry=RetryPolicy(sleep=instant))
+result = agent.run_sync("go")
+print(result.status, len(result.retries))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "completed 1\n"
+    assert done.stderr == ""
