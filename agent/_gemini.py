@@ -96,8 +96,13 @@ def build_client(
     project: str | None,
     location: str | None,
     timeout: float | None,
+    sync_http_client: httpx.Client | None = None,
 ) -> Clients:
-    """Build the SDK client on an httpx.AsyncClient; raise ConfigurationError when misused."""
+    """Build the SDK client on an httpx.AsyncClient; raise ConfigurationError when misused.
+
+    ``sync_http_client`` serves the SDK's synchronous calls (``client.models...``); the
+    agent itself only makes async calls, so without it the SDK builds its own.
+    """
     transport: httpx.AsyncHTTPTransport | None = None
     owned: httpx.AsyncClient | None = None
     if http_client is None:
@@ -105,6 +110,7 @@ def build_client(
         owned = http_client = httpx.AsyncClient(transport=transport)
     options = types.HttpOptions(
         httpx_async_client=http_client,
+        httpx_client=sync_http_client,
         timeout=None if timeout is None else max(1, round(timeout * 1000)),
         base_url=base_url,
         api_version=api_version,
