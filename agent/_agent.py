@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import warnings
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent import _gemini
@@ -208,17 +208,13 @@ class Agent:
             raise ConfigurationError(
                 "run_sync() was called from a running event loop; use `await agent.run(...)`"
             )
-        return asyncio.run(self._run_and_release(prompt, history, answer, session))
+        return asyncio.run(
+            self._released_after(self.run(prompt, history=history, answer=answer, session=session))
+        )
 
-    async def _run_and_release(
-        self,
-        prompt: str | None,
-        history: Sequence[Any] | None,
-        answer: Answer | None,
-        session: str | None,
-    ) -> RunResult:
+    async def _released_after(self, run: Coroutine[Any, Any, RunResult]) -> RunResult:
         try:
-            return await self.run(prompt, history=history, answer=answer, session=session)
+            return await run
         finally:
             # The pooled connections belong to this event loop, which asyncio.run closes.
             if self._clients.transport is not None:
