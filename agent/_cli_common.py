@@ -44,6 +44,7 @@ __all__ = [
     "check_toolkit_flags",
     "exit_code",
     "open_factory",
+    "plain_warnings",
     "read_system",
     "report_fake",
 ]
@@ -411,10 +412,39 @@ def agent_log(verbose: bool) -> Iterator[None]:
     log.setLevel(logging.INFO if verbose else logging.ERROR)
     log.addHandler(handler)
     try:
-        yield
+        with plain_warnings():
+            yield
     finally:
         log.removeHandler(handler)
         log.setLevel(level)
+
+
+@contextlib.contextmanager
+def plain_warnings() -> Iterator[None]:
+    """Show warnings (a tool left out, a tool name clash) as ``warning: ...`` lines.
+
+    A command-line user needs the message, not the file and line of the library code
+    that issued it.
+    """
+    import warnings
+
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        (file or sys.stderr).write(f"warning: {message}\n")
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original
 
 
 def report_fake(factory: AgentFactory, err: TextIO) -> None:

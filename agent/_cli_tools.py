@@ -8,7 +8,12 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from agent._cli_common import add_toolkit_flags, build_toolkit, check_toolkit_flags
+from agent._cli_common import (
+    add_toolkit_flags,
+    build_toolkit,
+    check_toolkit_flags,
+    plain_warnings,
+)
 
 if TYPE_CHECKING:
     from toolnexus import Tool
@@ -52,8 +57,9 @@ def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 def tools_command(args: argparse.Namespace) -> int:
     """Run ``tools`` and return its exit code."""
-    own = check_toolkit_flags(args)
-    return asyncio.run(_tools(args, own))
+    with plain_warnings():
+        own = check_toolkit_flags(args)
+        return asyncio.run(_tools(args, own))
 
 
 async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
