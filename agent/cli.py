@@ -20,17 +20,30 @@ from collections.abc import Callable, Sequence
 from agent._cli_batch import add_batch
 from agent._cli_chat import add_chat
 from agent._cli_common import (
+    EXIT_BLOCKED,
     EXIT_CODES_HELP,
     EXIT_FAILED,
+    EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_PENDING,
     EXIT_USAGE,
     CliError,
 )
 from agent._cli_run import add_run
 from agent._cli_tools import add_tools
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = [
+    "EXIT_BLOCKED",
+    "EXIT_FAILED",
+    "EXIT_INCOMPLETE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PENDING",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
 
 _EPILOG = f"""\
 Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY and try
