@@ -11,16 +11,15 @@ results back, repeat until the model answers::
     print(result.status, result.text)
 
 Events of a run (`agent.events`), hooks (`agent.hooks`) and the fake Gemini for tests
-(`agent.testing`) live in their own modules. The session stores (`MemoryStore`,
-`SqliteStore`) load on first use, so ``import agent`` does not pay for SQLite.
+(`agent.testing`) live in their own modules.
+
+``import agent`` itself is cheap: each name below loads its module (and the Gemini SDK,
+SQLite, ...) on first use, so ``toolnexus-agent --help`` starts at once.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
-from agent._request import DeclarationProblem
-from agent._result import RunResult, ToolCallRecord, Usage
-from agent._retry import RetryPolicy
 from agent.errors import (
     AgentError,
     ConfigurationError,
@@ -28,20 +27,46 @@ from agent.errors import (
     ModelError,
     RunError,
 )
-from agent.hooks import Hooks, ModelRequest, Veto
 
 if TYPE_CHECKING:
+    from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._request import DeclarationProblem
+    from agent._result import RunResult, ToolCallRecord, Usage
+    from agent._retry import RetryPolicy
     from agent._store import MemoryStore, SessionBusyError, SqliteStore, Store, Transcript
+    from agent.hooks import Hooks, ModelRequest, Veto
 
-_LAZY = {"MemoryStore", "SessionBusyError", "SqliteStore", "Store", "Transcript"}
+_LAZY = {
+    "DEFAULT_MODEL": "agent._agent",
+    "Agent": "agent._agent",
+    "ToolDeclarationWarning": "agent._agent",
+    "DeclarationProblem": "agent._request",
+    "RunResult": "agent._result",
+    "ToolCallRecord": "agent._result",
+    "Usage": "agent._result",
+    "RetryPolicy": "agent._retry",
+    "MemoryStore": "agent._store",
+    "SessionBusyError": "agent._store",
+    "SqliteStore": "agent._store",
+    "Store": "agent._store",
+    "Transcript": "agent._store",
+    "Hooks": "agent.hooks",
+    "ModelRequest": "agent.hooks",
+    "Veto": "agent.hooks",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from agent import _store
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(_store, name)
-    raise AttributeError(f"module 'agent' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

@@ -38,11 +38,19 @@ def test_agent_all_is_pinned_and_sorted():
         assert getattr(agent, name) is not None
 
 
-def test_stores_load_lazily():
+def test_import_agent_is_lazy():
     import subprocess
     import sys
 
-    code = "import sys, agent; assert 'sqlite3' not in sys.modules; agent.SqliteStore"
+    code = (
+        "import sys, agent\n"
+        "assert 'google.genai' not in sys.modules and 'sqlite3' not in sys.modules\n"
+        "agent.Agent\n"
+        "assert 'google.genai' in sys.modules and 'sqlite3' not in sys.modules\n"
+        "agent.SqliteStore\n"
+        "assert 'sqlite3' in sys.modules\n"
+        "assert 'Agent' in dir(agent)\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

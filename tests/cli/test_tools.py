@@ -20,9 +20,7 @@ SKILLS = str(REPO / "examples" / "skills")
 
 @pytest.mark.parametrize("fmt", ["gemini", "openai", "anthropic"])
 def test_format_equals_the_library_rendering(cli: Cli, workdir: Path, fmt: str) -> None:
-    # glob and grep are left out: their descriptions list skipped directories in an order
-    # that varies with the string hash seed of the process (".venv"/"venv" tie when sorted).
-    off = ["bash", "glob", "grep"]
+    off = ["bash"]
     flags = ["--skills", SKILLS, "--tools", "clitools:ONE"]
     flags += [arg for name in off for arg in ("--disable", name)]
     done = cli("tools", "--format", fmt, *flags)
@@ -111,8 +109,7 @@ def test_help_does_not_import_the_sdk(cli: Cli) -> None:
     done = subprocess.run(
         [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60
     )
-    if done.returncode == 3:
-        pytest.skip("`import agent` itself imports google.genai in this tree")
+    assert done.returncode != 3, "`import agent` itself imports google.genai"
     assert done.returncode == 0, done.stderr
 
 

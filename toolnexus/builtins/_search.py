@@ -80,7 +80,7 @@ Version-control directories and {generated} are skipped unless `path` points ins
 
 def _describe(template: str) -> str:
     return template.replace(
-        "{generated}", ", ".join(sorted(GENERATED_DIRS, key=lambda name: name.lstrip("._")))
+        "{generated}", ", ".join(sorted(GENERATED_DIRS, key=lambda name: (name.lstrip("._"), name)))
     )
 
 
