@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,8 +13,10 @@ import pytest
 import respx
 
 import toolnexus as tn
-from agent import ConfigurationError, MemoryStore, ModelError, SessionBusyError, SqliteStore
+from agent import ConfigurationError, Hooks, MemoryStore, ModelError, SessionBusyError, SqliteStore
 from agent._store import Transcript
+from agent.errors import HookError
+from agent.events import ToolResultEvent
 from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text
 
 
@@ -157,3 +160,76 @@ async def test_two_runs_on_one_session_are_refused(http, mock):
 async def test_history_and_session_together_are_refused(http):
     with pytest.raises(ConfigurationError, match="either history= or session="):
         await make_agent(http).run("x", history=[], session="s")
+
+
+async def test_a_model_error_on_turn_3_keeps_turns_1_and_2(http, mock):
+    store = RecordingStore()
+    Script(
+        mock,
+        [
+            reply(call("echo", {"text": "1"})),
+            reply(call("echo", {"text": "2"})),
+            api_error(400, "INVALID_ARGUMENT", "no"),
+        ],
+    )
+    with pytest.raises(ModelError) as info:
+        await make_agent(http, echo_toolkit(), store=store).run("go", session="s")
+    saved = await store.get("s")
+    assert saved is not None
+    assert roles(saved.contents) == ["user", "model", "user", "model", "user"]
+    assert saved.contents == info.value.result.contents
+    assert info.value.result.turns == 2
+    # The session carries on from the saved turns.
+    Script(mock, [reply(text("back"))])
+    again = await make_agent(http, echo_toolkit(), store=store).run("retry", session="s")
+    assert again.text == "back"
+    assert roles(again.contents) == ["user", "model", "user", "model", "user", "user", "model"]
+
+
+async def test_a_hook_error_keeps_the_completed_turns_and_frees_the_session(http, mock):
+    store = RecordingStore()
+    Script(mock, [reply(call("echo", {"text": "1"})), reply(call("echo", {"text": "2"}))])
+
+    def after_tool(call_event, result):
+        if call_event.turn == 2:
+            raise RuntimeError("policy bug")
+        return None
+
+    agent = make_agent(http, echo_toolkit(), store=store, hooks=Hooks(after_tool=after_tool))
+    with pytest.raises(HookError):
+        await agent.run("go", session="s")
+    saved = await store.get("s")
+    assert saved is not None
+    assert roles(saved.contents) == ["user", "model", "user"]
+    Script(mock, [reply(text("ok"))])
+    assert (await agent.run("next", session="s")).text == "ok"  # not left busy
+
+
+async def test_closing_a_session_stream_mid_tools_keeps_turn_1_and_frees_it(http, mock):
+    store = RecordingStore()
+    started = asyncio.Event()
+    cancelled = []
+
+    async def block(args, ctx):
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    tk = echo_toolkit(tn.Tool("block", block, "Blocks.", {"type": "object"}))
+    turn_2 = reply(call("echo", {"text": "2"}), call("block", {}))
+    Script(mock, [reply(call("echo", {"text": "1"})), turn_2])
+    agent = make_agent(http, tk, store=store)
+    async with contextlib.aclosing(agent.stream("go", session="s")) as events:
+        async for event in events:
+            if isinstance(event, ToolResultEvent) and event.call.turn == 2:
+                assert started.is_set()  # "block" runs while "echo" has finished
+                break
+    assert cancelled == [True]  # the running tool was stopped, not left behind
+    saved = await store.get("s")
+    assert saved is not None
+    assert roles(saved.contents) == ["user", "model", "user"]
+    Script(mock, [reply(text("ok"))])
+    assert (await agent.run("next", session="s")).text == "ok"
