@@ -152,10 +152,9 @@ class Run:
                     async for event in events:
                         yield event
                 pending = self._first_pending()
-                if pending is not None:
-                    yield await self._end(self.result("pending", pending=pending))
+                if pending is not None:  # already saved, with the turn
+                    yield Done(self.result("pending", pending=pending))
                     return
-                await self._checkpoint(None)
 
     def _decide(self, reply: _gemini.Reply, kind: Kind, reason: str | None) -> RunResult | None:
         """Return the result that ends the run, or ``None`` to go on (ask again or run calls)."""
@@ -339,42 +338,54 @@ class Run:
     # -- execute ----------------------------------------------------------------------------
 
     async def _execute(self, calls: Sequence[_gemini.Call]) -> AsyncGenerator[Event, None]:
-        """Run every call of a turn concurrently; append one user Content of the results."""
+        """Run every call of a turn concurrently; append one user Content of the results.
+
+        The turn is saved (see `_complete`) as soon as its last call finishes.
+        """
         tool_calls = [
             ToolCall(call.name, call.args, call.id, self.turns, i) for i, call in enumerate(calls)
         ]
         for call in tool_calls:
             yield call
-        results: list[tuple[dict[str, Any], ToolResult] | None] = [None] * len(tool_calls)
-        tasks = {
-            asyncio.ensure_future(self._run_call(call)): i for i, call in enumerate(tool_calls)
-        }
+        results: list[tuple[dict[str, Any], ToolResult]] = []
+        futures = [asyncio.ensure_future(self._run_call(call)) for call in tool_calls]
+        index = {future: i for i, future in enumerate(futures)}
         try:
-            waiting = set(tasks)
+            waiting = set(futures)
             while waiting:
                 done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                for task in sorted(done, key=tasks.__getitem__):
-                    i = tasks[task]
-                    results[i] = task.result()
-                    yield ToolResultEvent(tool_calls[i], task.result()[1])
+                batch = sorted(index[future] for future in done)
+                for i in batch:
+                    futures[i].result()  # a HookError ends the turn here
+                if not waiting:
+                    # Every call has finished: record and save the turn before reporting the
+                    # last results, so a consumer that stops at one of them loses nothing.
+                    results = [future.result() for future in futures]
+                    await self._complete(tool_calls, results)
+                for i in batch:
+                    yield ToolResultEvent(tool_calls[i], futures[i].result()[1])
         finally:
             # Leaving early (an error, a closed stream, a cancellation): stop the other
             # calls and wait for them, so no tool outlives its run.
-            unfinished = [task for task in tasks if not task.done()]
-            for task in unfinished:
-                task.cancel()
+            unfinished = [future for future in futures if not future.done()]
+            for future in unfinished:
+                future.cancel()
             if unfinished:
                 await asyncio.wait(unfinished)
+        for call, (_, result) in zip(tool_calls, results, strict=True):
+            if result.pending is not None:
+                yield Pending(result.pending, call)
+
+    async def _complete(
+        self, calls: Sequence[ToolCall], results: Sequence[tuple[dict[str, Any], ToolResult]]
+    ) -> None:
+        """Record a turn's results, append them as one user Content and save the transcript."""
         responses = []
-        for call, outcome in zip(tool_calls, results, strict=True):
-            assert outcome is not None
-            args, result = outcome
+        for call, (args, result) in zip(calls, results, strict=True):
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-            pending = result.pending
-            if pending is not None:
-                yield Pending(pending, call)
-            responses.append((call.id, call.name, _response(result, pending=pending)))
+            responses.append((call.id, call.name, _response(result, pending=result.pending)))
         self._append(_gemini.function_responses(responses))
+        await self._checkpoint(self._first_pending())
 
     async def _run_call(
         self, call: ToolCall, answered: tuple[Request, Answer] | None = None
@@ -474,6 +485,7 @@ class Run:
             )
         calls = _gemini.calls_of(self.contents[-2]) if waiting and len(self.contents) > 1 else []
         still: tuple[Request, ToolCall] | None = None
+        answered = False
         for index, request in waiting:
             if index >= len(calls):
                 raise ConfigurationError("the history's pending function response has no call")
@@ -493,6 +505,9 @@ class Run:
             self._replace_last(
                 _gemini.replace_response(self.contents[-1], index, _response(result))
             )
+            answered = True
+        if answered and still is None:
+            await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
 
     # -- transcript and result --------------------------------------------------------------

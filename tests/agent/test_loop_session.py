@@ -16,7 +16,7 @@ import toolnexus as tn
 from agent import ConfigurationError, Hooks, MemoryStore, ModelError, SessionBusyError, SqliteStore
 from agent._store import Transcript
 from agent.errors import HookError
-from agent.events import ToolResultEvent
+from agent.events import Pending, ToolResultEvent
 from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text
 
 
@@ -233,3 +233,47 @@ async def test_closing_a_session_stream_mid_tools_keeps_turn_1_and_frees_it(http
     assert roles(saved.contents) == ["user", "model", "user"]
     Script(mock, [reply(text("ok"))])
     assert (await agent.run("next", session="s")).text == "ok"
+
+
+async def test_a_stream_stopped_at_a_turns_last_event_has_saved_that_turn(http, mock, tmp_path):
+    question = {"questions": [{"question": "Ship?"}]}
+    Script(
+        mock,
+        [reply(call("echo", {"text": "1"})), reply(call("question", question, id="q"))],
+    )
+    store = MemoryStore()
+    agent = make_agent(http, echo_toolkit(*tn.build(root=tmp_path)), store=store)
+    stops = []
+    for stop_at in (ToolResultEvent, Pending):
+        async with contextlib.aclosing(agent.stream("go", session=stop_at.__name__)) as events:
+            async for event in events:
+                if isinstance(event, stop_at):
+                    stops.append(event)
+                    break
+        saved = await store.get(stop_at.__name__)
+        assert saved is not None
+        assert roles(saved.contents) == ["user", "model", "user"]
+        if stop_at is Pending:  # the consumer left at the question: it still waits, saved
+            assert saved.pending is not None
+            assert saved.pending["request"]["id"] == stops[-1].request["id"]
+    assert len(stops) == 2
+
+
+async def test_an_answered_request_is_saved_before_the_next_model_call(http, mock, tmp_path):
+    question = {"questions": [{"question": "Ship?"}]}
+    Script(
+        mock,
+        [reply(call("question", question, id="q")), api_error(400, "INVALID_ARGUMENT", "no")],
+    )
+    store = MemoryStore()
+    agent = make_agent(http, tn.build(root=tmp_path), store=store)
+    first = await agent.run("ship it", session="s")
+    answer = {"id": first.pending["id"], "ok": True, "data": "yes"}  # type: ignore[index]
+    with pytest.raises(ModelError) as info:
+        await agent.run(session="s", answer=answer)
+    saved = await store.get("s")
+    assert saved is not None
+    assert saved.pending is None  # the answer was used; it is not asked for again
+    assert saved.contents == info.value.result.contents
+    response = saved.contents[-1]["parts"][0]["functionResponse"]["response"]
+    assert "pending" not in response and response["isError"] is False
