@@ -165,8 +165,8 @@ class Agent:
         run, or Gemini Content dicts). To resume a run that ended ``"pending"``, pass its
         ``contents`` as ``history`` and the human's ``answer`` (``{"id": request id, "ok":
         True, "data": ...}``); no prompt is needed. Raises `ModelError` when the model call
-        fails for good and `DeadlineExceededError` past ``deadline``; both carry the partial
-        result.
+        fails for good, `HookError` when a hook or ``wait_for`` raises and
+        `DeadlineExceededError` past ``deadline``; all carry the partial result.
 
         ``session`` names a conversation kept in the agent's ``store`` (in memory unless
         one was given): its transcript is loaded first and saved after every completed
@@ -235,7 +235,9 @@ class Agent:
         writes. If a model call fails part-way and is retried, a `Retry` event comes before
         the new attempt's pieces: the pieces of the failed attempt are void. To stop early,
         iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream cancels
-        the tool calls still running and waits for them.
+        the tool calls still running and waits for them (a turn whose calls all finished is
+        already saved). Leaving the loop without closing it leaves that cleanup, and a
+        ``session``'s lock, to the event loop's finaliser, some iterations later.
 
         Example::
 
