@@ -150,10 +150,18 @@ def scrubbed(info: ErrorInfo, secret: str | None) -> ErrorInfo:
 
 
 def scrub(text: str, secret: str | None) -> str:
-    """Return ``text`` with ``secret`` (an API key) replaced by ``***``."""
-    if secret and secret.strip():
-        return text.replace(secret.strip(), "***")
-    return text
+    """Return ``text`` with ``secret`` (an API key) replaced by ``***``.
+
+    A real key (8 characters or more) is replaced wherever it appears. A shorter one (a
+    test key such as ``"k"``) only where it stands alone, so it does not mangle every word
+    that holds the letter.
+    """
+    secret = (secret or "").strip()
+    if len(secret) >= 8:
+        return text.replace(secret, "***")
+    if not secret:
+        return text
+    return re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
 
 
 def make_config(

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import respx
 
-from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError
+from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError, _gemini
 from tests.agent._loop_support import (
     KEY,
     Script,
@@ -290,3 +290,16 @@ print(result.status, len(result.retries))
     )
     assert done.stdout == "completed 1\n"
     assert done.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("secret", "text", "expected"),
+    [
+        ("AIzaLONG-key_123", "bad keyAIzaLONG-key_123!", "bad key***!"),
+        ("AIzaLONG-key_123", "AIzaLONG-key_123", "***"),
+        ("k", "FakeGemini: key=k, k.", "FakeGemini: key=***, ***."),
+        ("", "unchanged", "unchanged"),
+    ],
+)
+def test_scrub_hides_keys_without_mangling_words(secret, text, expected):
+    assert _gemini.scrub(text, secret) == expected
