@@ -24,6 +24,7 @@ from agent.errors import (
     AgentError,
     ConfigurationError,
     DeadlineExceededError,
+    HookError,
     ModelError,
     RunError,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "AgentError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "HookError",
     "DeclarationProblem",
     "Hooks",
     "MemoryStore",

@@ -12,6 +12,7 @@ EXPECTED = [
     "AgentError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "HookError",
     "DeclarationProblem",
     "Hooks",
     "MemoryStore",
@@ -66,3 +67,8 @@ def test_event_and_hook_modules():
     assert sorted(agent.events.__all__) == agent.events.__all__
     assert sorted(agent.hooks.__all__) == agent.hooks.__all__
     assert "Done" in agent.events.__all__
+
+
+def test_hook_errors_are_run_errors():
+    assert issubclass(agent.HookError, agent.RunError)
+    assert issubclass(agent.RunError, agent.AgentError)
