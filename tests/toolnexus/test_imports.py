@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("pydantic", "google.genai", "httpx", "yaml", "markdownify", "asyncio", "mcp")
 
@@ -38,6 +39,54 @@ def test_import_build_and_define_tool_load_no_heavy_module() -> None:
         "build []",
         "define []",
         "schema ['a'] True",
+    ]
+
+
+# What the built-in tools' implementations pull in: none of it loads until a built-in runs.
+LAZY = (
+    "toolnexus.builtins._files",
+    "toolnexus.builtins._interact",
+    "toolnexus.builtins._search",
+    "toolnexus.builtins._shell",
+    "toolnexus.builtins._web",
+    "toolnexus.builtins._common",
+    "shutil",
+    "signal",
+    "tempfile",
+)
+
+BUILD_SCRIPT = """
+import sys
+lazy = {lazy!r}
+def loaded():
+    return sorted(m for m in lazy if m in sys.modules)
+import toolnexus as tn
+tk = tn.build(skills={skills!r})
+print("build", loaded(), sorted(tk.names))
+todo = tn.execute(tk, "todowrite", {{"todos": []}})
+print(todo.is_error, "toolnexus.builtins._interact" in sys.modules)
+shell = tn.execute(tk, "bash", {{"command": "echo hi"}})
+print(shell.output.strip(), "toolnexus.builtins._shell" in sys.modules)
+"""
+
+
+def test_build_with_skills_loads_no_builtin_implementation() -> None:
+    skills = str(Path(__file__).parents[2] / "examples" / "skills")
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD_SCRIPT.format(lazy=LAZY, skills=skills)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    names = [
+        "apply_patch", "bash", "edit", "glob", "grep", "question",
+        "read", "skill", "todowrite", "webfetch", "write",
+    ]  # fmt: skip
+    assert done.stdout.splitlines() == [
+        f"build [] {names!r}",
+        "False True",
+        "hi True",
     ]
 
 

@@ -1,6 +1,7 @@
 """The ten built-in file/shell tools, confined to a workspace.
 
-Importing this package registers them; `toolnexus.build` does that for you.
+Importing this package registers them (their declarations only: each tool's code loads
+on its first call); `toolnexus.build` does that for you.
 """
 
-from toolnexus.builtins import _files, _interact, _search, _shell, _web  # noqa: F401
+from toolnexus.builtins import _declared  # noqa: F401

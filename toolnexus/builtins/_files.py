@@ -23,8 +23,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from toolnexus._registry import BuiltinSettings, Limits, register
+from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._common import MAX_PATH, builtin_tool, os_error, path_locks, whole_number
+from toolnexus.builtins._declared import description, input_schema
 from toolnexus.builtins._text import (
     BOM,
     TextFile,
@@ -42,38 +43,6 @@ __all__ = ["apply_patch_tool", "edit_tool", "read_tool", "write_tool"]
 _MOST_LINES = 1_000_000_000
 """Largest ``offset`` / ``limit`` accepted by ``read``."""
 _LINE_PREFIX = re.compile(r"^\s*\d+\| ?", re.MULTILINE)
-
-
-def _schema(properties: dict[str, str], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {name: {"type": kind} for name, kind in properties.items()},
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-def read_schema() -> dict[str, Any]:
-    """Return the input schema of ``read`` (the shared contract, exactly)."""
-    return _schema({"path": "string", "offset": "number", "limit": "number"}, ["path"])
-
-
-def write_schema() -> dict[str, Any]:
-    """Return the input schema of ``write``."""
-    return _schema({"path": "string", "content": "string"}, ["path", "content"])
-
-
-def edit_schema() -> dict[str, Any]:
-    """Return the input schema of ``edit``."""
-    return _schema(
-        {"path": "string", "oldString": "string", "newString": "string", "replaceAll": "boolean"},
-        ["path", "oldString", "newString"],
-    )
-
-
-def apply_patch_schema() -> dict[str, Any]:
-    """Return the input schema of ``apply_patch``."""
-    return _schema({"patchText": "string"}, ["patchText"])
 
 
 # -- shared helpers ---------------------------------------------------------------------
@@ -224,20 +193,6 @@ def read_window(path: Path, shown: str, offset: int, limit: int, limits: Limits)
     )
 
 
-_READ_DESCRIPTION = """\
-Read a UTF-8 text file from the workspace, whole or a window of lines.
-
-`path` is relative to the workspace root (or absolute inside it). `offset` is the 1-based \
-line to start at (default 1); `limit` is how many lines to return (default {read_lines}).
-Each line comes back as `NNNNN| text`: its line number, a bar and a space, then the text. \
-The prefix is not part of the file: leave it out when you copy text into edit or \
-apply_patch. A note at the end says which lines were shown and, when there is more, the \
-`offset` to continue from. Lines longer than {max_line_length} characters are cut, and one \
-call returns at most {max_lines} lines and {max_bytes} bytes.
-Missing files, directories and binary files are errors. Use glob or grep to find files."""
-
-
-@register("read")
 def read_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``read`` tool for ``settings``' workspace."""
     ws, limits = Workspace(settings), settings.limits
@@ -253,23 +208,10 @@ def read_tool(settings: BuiltinSettings) -> Tool:
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
 
-    description = _READ_DESCRIPTION.format(
-        read_lines=limits.read_lines,
-        max_line_length=limits.max_line_length,
-        max_lines=limits.max_lines,
-        max_bytes=limits.max_bytes,
-    )
-    return builtin_tool("read", execute, description, read_schema())
+    return builtin_tool("read", execute, description("read", limits), input_schema("read"))
 
 
 # -- write ------------------------------------------------------------------------------
-
-_WRITE_DESCRIPTION = """\
-Create a file or replace its whole content with `content`, creating missing parent \
-directories. `path` is relative to the workspace root.
-Prefer edit or apply_patch to change part of an existing file; use write for new files or \
-complete rewrites. An existing file keeps its line-ending style (a CRLF file stays CRLF) \
-and its permissions. The result says how many bytes were written."""
 
 
 def _style_of(path: Path) -> tuple[int, TextFile]:
@@ -286,7 +228,6 @@ def _style_of(path: Path) -> tuple[int, TextFile]:
     return size, TextFile(text.removeprefix(BOM), bom=text.startswith(BOM))
 
 
-@register("write")
 def write_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``write`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
@@ -312,21 +253,12 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
         return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
-    return builtin_tool("write", execute, _WRITE_DESCRIPTION, write_schema())
+    return builtin_tool(
+        "write", execute, description("write", settings.limits), input_schema("write")
+    )
 
 
 # -- edit -------------------------------------------------------------------------------
-
-_EDIT_DESCRIPTION = """\
-Replace exact text in a file: `oldString` becomes `newString`.
-
-`oldString` must match the file exactly, whitespace and indentation included, and must \
-occur exactly once, unless `replaceAll` is true (then every occurrence is replaced). \
-Include enough surrounding lines to make it unique. Do not include the `NNNNN| ` line \
-prefixes that read shows. `newString` must differ from `oldString`; an empty `newString` \
-deletes the text. The file keeps its line endings (write `\\n`; a CRLF file stays CRLF). \
-If the text is missing or ambiguous the call fails and the file is left unchanged. Read \
-the file first."""
 
 
 def _line_numbers(text: str, needle: str, most: int = 5) -> tuple[list[int], bool]:
@@ -379,7 +311,6 @@ def _replace(text: str, old: str, new: str, replace_all: bool, shown: str) -> tu
     return result, f"replaced {count} {noun} (line{'s' if len(lines) > 1 else ''} {where})"
 
 
-@register("edit")
 def edit_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``edit`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
@@ -401,35 +332,10 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
             _write(path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
-    return builtin_tool("edit", execute, _EDIT_DESCRIPTION, edit_schema())
+    return builtin_tool("edit", execute, description("edit", settings.limits), input_schema("edit"))
 
 
 # -- apply_patch ------------------------------------------------------------------------
-
-_PATCH_DESCRIPTION = """\
-Change several files in one step with a patch; either every file changes or none does.
-
-Format (the notes in parentheses explain a line and are not part of it; paths are \
-relative to the workspace root):
-*** Begin Patch
-*** Add File: path/new.py
-+each line of the new file, prefixed with +
-*** Update File: path/existing.py
-*** Move to: path/renamed.py      (optional: rename the file too)
-@@ def some_function():           (optional anchor: a line above the change)
- an unchanged context line (prefix: one space)
--a line to remove
-+a line to add
-*** End of File                   (optional: the hunk is at the very end of the file)
-*** Delete File: path/old.py
-*** End Patch
-
-Hunks match whole lines. Give about three context lines before and after each change, \
-copied exactly; when the same lines occur more than once, add an `@@` line naming a \
-unique line above the change (a function or class header). Several hunks of one file must \
-be in file order. If any hunk does not match, nothing is written and the error shows the \
-lines that were expected. The result lists each file: A added, M modified, D deleted, \
-R renamed."""
 
 
 class _PatchFiles:
@@ -499,7 +405,6 @@ class _PatchFiles:
         return failed
 
 
-@register("apply_patch")
 def apply_patch_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``apply_patch`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
@@ -530,4 +435,9 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
             files.commit(payloads)
         return "Patch applied:\n" + "\n".join(plan.summary)
 
-    return builtin_tool("apply_patch", execute, _PATCH_DESCRIPTION, apply_patch_schema())
+    return builtin_tool(
+        "apply_patch",
+        execute,
+        description("apply_patch", settings.limits),
+        input_schema("apply_patch"),
+    )

@@ -22,66 +22,12 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolnexus._registry import BuiltinSettings, register
+from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._common import builtin_tool
+from toolnexus.builtins._declared import description, input_schema
 from toolnexus.tool import Request, Tool, ToolContext, ToolError, ToolResult
 
 __all__ = ["question_tool", "render_prompt", "render_todos", "todowrite_tool"]
-
-QUESTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "header": {"type": "string"},
-                    "options": {"type": "array", "items": {"type": "string"}},
-                    "multiple": {"type": "boolean"},
-                },
-                "required": ["question"],
-            },
-        }
-    },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
-
-TODOWRITE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "todos": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "text": {"type": "string"},
-                    "completed": {"type": "boolean"},
-                },
-                "required": ["id", "text", "completed"],
-            },
-        }
-    },
-    "required": ["todos"],
-    "additionalProperties": False,
-}
-
-_QUESTION_DESCRIPTION = """\
-Ask the human one or more questions and wait for the answers.
-
-Use it when you need a decision or information only the human has. Each item of \
-`questions` has `question` (the text), optional `header` (a short label), `options` \
-(suggested answers) and `multiple` (true when several options may be chosen). The call \
-pauses until the human answers; the result is the answers as JSON."""
-
-_TODOWRITE_DESCRIPTION = """\
-Replace your task list and show it.
-
-Pass the whole list every time as `todos`: items with `id`, `text` and `completed` \
-(true when done). Use it to plan multi-step work and to track progress."""
 
 
 def render_prompt(questions: Sequence[Mapping[str, Any]]) -> str:
@@ -148,7 +94,6 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-@register("question")
 def question_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
 
@@ -169,7 +114,9 @@ def question_tool(settings: BuiltinSettings) -> Tool:
             metadata={"pending": request},
         )
 
-    return builtin_tool("question", execute, _QUESTION_DESCRIPTION, QUESTION_SCHEMA)
+    return builtin_tool(
+        "question", execute, description("question", settings.limits), input_schema("question")
+    )
 
 
 def render_todos(todos: Sequence[Mapping[str, Any]]) -> str:
@@ -200,7 +147,6 @@ def _check_todos(todos: list[dict[str, Any]]) -> None:
         seen[todo["id"]] = index
 
 
-@register("todowrite")
 def todowrite_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``todowrite`` tool: stateless, each call replaces and renders the list."""
 
@@ -211,4 +157,6 @@ def todowrite_tool(settings: BuiltinSettings) -> Tool:
             return ToolResult("Todo list cleared (0 todos).", metadata={"todos": []})
         return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
 
-    return builtin_tool("todowrite", execute, _TODOWRITE_DESCRIPTION, TODOWRITE_SCHEMA)
+    return builtin_tool(
+        "todowrite", execute, description("todowrite", settings.limits), input_schema("todowrite")
+    )

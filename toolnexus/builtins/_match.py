@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
+from toolnexus.builtins._declared import GENERATED_DIRS
 from toolnexus.builtins._text import decode_text
 from toolnexus.builtins._text import looks_binary as is_binary
 
@@ -41,24 +42,6 @@ __all__ = [
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul", ".fossil"})
 """Version-control directories that ``glob`` and ``grep`` never descend into."""
-
-GENERATED_DIRS = frozenset(
-    {
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-    }
-)
-"""Dependency, cache and environment directories ``glob`` and ``grep`` skip by default.
-
-They are entered only when the search ``path`` itself lies inside one of them.
-"""
 
 
 def _class_end(pattern: str, start: int) -> int:

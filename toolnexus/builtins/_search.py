@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from toolnexus._registry import BuiltinSettings, register
+from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._common import builtin_tool, clip, whole_number
+from toolnexus.builtins._declared import description, input_schema
 from toolnexus.builtins._match import (
     GENERATED_DIRS,
     VCS_DIRS,
@@ -34,54 +35,6 @@ __all__ = ["glob_tool", "grep_tool"]
 
 DEFAULT_LIMIT = 100
 _MOST_RESULTS = 1_000_000_000
-
-GREP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string"},
-        "path": {"type": "string"},
-        "include": {"type": "string"},
-        "limit": {"type": "number"},
-    },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
-
-GLOB_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string"},
-        "path": {"type": "string"},
-        "limit": {"type": "number"},
-    },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
-
-_GREP_DESCRIPTION = """\
-Search file contents with a regular expression (Python `re` syntax).
-
-Arguments: `pattern` (regex, required); `path` (file or directory to search, default the \
-workspace root); `include` (glob filter on file names, e.g. "*.py", "*.{py,md}", \
-"src/**/*.ts"); `limit` (maximum matching lines, default 100).
-Output: one `file:line:text` line per match, paths relative to the workspace, sorted by \
-path then line. Binary and non-UTF-8 files are skipped, and so are version-control \
-directories and {generated} unless `path` points inside one."""
-
-_GLOB_DESCRIPTION = """\
-Find files by name with a glob pattern.
-
-Arguments: `pattern` (required; `*`, `?`, `**` for any depth, `[ab]`, `{py,md}`; a pattern \
-without "/" matches file names at any depth, e.g. "*.py"); `path` (directory to search, \
-default the workspace root); `limit` (maximum paths, default 100).
-Output: matching file paths relative to the workspace, one per line, sorted. \
-Version-control directories and {generated} are skipped unless `path` points inside one."""
-
-
-def _describe(template: str) -> str:
-    return template.replace(
-        "{generated}", ", ".join(sorted(GENERATED_DIRS, key=lambda name: (name.lstrip("._"), name)))
-    )
 
 
 def _limit(args: dict[str, Any]) -> int:
@@ -262,8 +215,6 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
 def _search_tool(
     name: str,
     run: Callable[[BuiltinSettings, Workspace, dict[str, Any]], str],
-    template: str,
-    schema: dict[str, Any],
     settings: BuiltinSettings,
 ) -> Tool:
     workspace = Workspace(settings)
@@ -271,16 +222,14 @@ def _search_tool(
     def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(run(settings, workspace, args))
 
-    return builtin_tool(name, execute, _describe(template), schema)
+    return builtin_tool(name, execute, description(name, settings.limits), input_schema(name))
 
 
-@register("grep")
 def grep_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``grep`` tool for ``settings``' workspace."""
-    return _search_tool("grep", _run_grep, _GREP_DESCRIPTION, GREP_SCHEMA, settings)
+    return _search_tool("grep", _run_grep, settings)
 
 
-@register("glob")
 def glob_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``glob`` tool for ``settings``' workspace."""
-    return _search_tool("glob", _run_glob, _GLOB_DESCRIPTION, GLOB_SCHEMA, settings)
+    return _search_tool("glob", _run_glob, settings)

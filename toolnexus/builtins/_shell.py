@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from toolnexus._registry import BuiltinSettings, Limits, register
+from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._common import builtin_tool, positive_number
+from toolnexus.builtins._declared import description, input_schema
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
@@ -41,29 +42,6 @@ MAX_TIMEOUT_MS = 86_400_000
 """Longest ``timeout`` a call may ask for (one day)."""
 _DRAIN_GRACE_S = 1.0
 """How long output may keep flowing after the shell exits (from background processes)."""
-
-BASH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "command": {"type": "string"},
-        "workdir": {"type": "string"},
-        "timeout": {"type": "number"},
-        "description": {"type": "string"},
-    },
-    "required": ["command"],
-    "additionalProperties": False,
-}
-
-_DESCRIPTION = """\
-Run one shell command (bash) and return its combined stdout and stderr.
-
-Arguments: `command` (required); `workdir` (directory to run in, default the workspace \
-root); `timeout` (milliseconds, default 60000); `description` (a few words on what the \
-command does, for the human). stdin is empty, so interactive commands fail. A non-zero \
-exit status is reported as an error with the exit code; on timeout the command and every \
-process in its process group are killed (processes that leave the group, e.g. with setsid, \
-are not). Long output is cut: redirect it to a file and search it \
-with grep or read it in parts."""
 
 
 @dataclass
@@ -267,7 +245,6 @@ def _result(text: str, code: int | None, outcome: _Outcome, timeout: float) -> T
     return ToolResult(body, metadata=meta)
 
 
-@register("bash")
 def bash_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``bash`` tool; commands run in ``settings.root`` unless ``workdir`` says."""
     workspace = Workspace(settings)
@@ -290,4 +267,4 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings)
 
-    return builtin_tool("bash", execute, _DESCRIPTION, BASH_SCHEMA)
+    return builtin_tool("bash", execute, description("bash", settings.limits), input_schema("bash"))

@@ -12,8 +12,9 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from toolnexus._registry import BuiltinSettings, register
+from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._common import builtin_tool, positive_number
+from toolnexus.builtins._declared import WEBFETCH_FORMATS, description, input_schema
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
 
@@ -28,26 +29,7 @@ MAX_TIMEOUT_S = 3600.0
 MAX_DOWNLOAD_BYTES = 5_000_000
 """Bytes of a response body read at most; the rest is not downloaded."""
 _ERROR_BODY_CHARS = 1000
-_FORMATS = ("text", "markdown", "html")
-
-WEBFETCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {"type": "string"},
-        "format": {"type": "string", "enum": list(_FORMATS)},
-        "timeout": {"type": "number"},
-    },
-    "required": ["url"],
-    "additionalProperties": False,
-}
-
-_DESCRIPTION = """\
-Fetch a web page or other text resource over HTTP(S) with a GET request.
-
-Arguments: `url` (required, http:// or https://); `format` ("markdown" (default): HTML \
-converted to Markdown; "text": HTML stripped to plain text; "html": the raw body); \
-`timeout` (seconds, default 30). Non-text content (images, PDFs, archives) is refused. \
-Long pages are cut with a note."""
+_FORMATS = WEBFETCH_FORMATS
 
 _TEXT_TYPES = (
     "application/json",
@@ -214,11 +196,12 @@ async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
     return ToolResult(output or "(empty response body)", metadata=meta)
 
 
-@register("webfetch")
 def webfetch_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
 
     async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _fetch(settings, args)
 
-    return builtin_tool("webfetch", execute, _DESCRIPTION, WEBFETCH_SCHEMA)
+    return builtin_tool(
+        "webfetch", execute, description("webfetch", settings.limits), input_schema("webfetch")
+    )
