@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 SKILL_FILE = "SKILL.md"
+_BOM = b"\xef\xbb\xbf"
 
 SkipReason = Literal["missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"]
 """Why a ``SKILL.md`` (or a skills directory) did not become a skill."""
@@ -176,9 +177,32 @@ _SIMPLE_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(?:[ \t]+(.*?))?[ \t]*")
 # YAML's printable characters minus line breaks, written as the complement (the same set)
 # because the negated class compiles ~20x faster than the list of ranges.
 _PLAIN_CHAR = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
-_PLAIN_VALUE = re.compile(
-    r"(?![-?:,\[\]{}#&*!|>'\"%@` ])" + _PLAIN_CHAR + r"(?:(?!: | #)" + _PLAIN_CHAR + ")*"
-)
+# Characters a plain scalar cannot start with (YAML indicators, and a space).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
+
+
+@functools.cache
+def _plain_value() -> re.Pattern[str]:
+    """Return the full plain-scalar pattern, compiled on first use (for non-ASCII values)."""
+    return re.compile(
+        r"(?![-?:,\[\]{}#&*!|>'\"%@` ])" + _PLAIN_CHAR + r"(?:(?!: | #)" + _PLAIN_CHAR + ")*"
+    )
+
+
+def _is_plain(value: str) -> bool:
+    """Tell whether YAML reads the non-empty ``value`` as plain text (as `_plain_value` does).
+
+    For ASCII text the printable characters are exactly what ``isprintable`` accepts, so the
+    check needs no regular expression (compiling the Unicode one costs about a millisecond).
+    """
+    if value.isascii():
+        return (
+            value.isprintable()
+            and value[0] not in _INDICATORS
+            and ": " not in value
+            and " #" not in value
+        )
+    return _plain_value().fullmatch(value) is not None
 
 
 def _simple_frontmatter(source: str) -> dict[str, str | None] | None:
@@ -197,7 +221,7 @@ def _simple_frontmatter(source: str) -> dict[str, str | None] | None:
         value = match[2] or ""
         if value in _NULLS:
             values[match[1]] = None
-        elif _PLAIN_VALUE.fullmatch(value) and not value.endswith(":"):
+        elif _is_plain(value) and not value.endswith(":"):
             values[match[1]] = value
         else:
             return None
@@ -285,10 +309,12 @@ def _load_skill(path: str) -> Skill | SkippedSkill:
             raw = file.read()
     except OSError as exc:
         return SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc))
-    try:
-        text = raw.decode("utf-8-sig")
+    bom = len(_BOM) if raw.startswith(_BOM) else 0
+    try:  # not raw.decode("utf-8-sig"): its codec module costs ~2 ms to import
+        text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        detail = f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        at = bom + exc.start
+        detail = f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
         return SkippedSkill(Path(path), "unreadable", detail)
     try:
         name, description, body = _parse(text)

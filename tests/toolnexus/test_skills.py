@@ -11,7 +11,13 @@ import pytest
 
 import toolnexus as tn
 from toolnexus import Skill, list_skills, skills_prompt
-from toolnexus._skills import _simple_frontmatter, _yaml_frontmatter, skill_tool
+from toolnexus._skills import (
+    _is_plain,
+    _plain_value,
+    _simple_frontmatter,
+    _yaml_frontmatter,
+    skill_tool,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "skills"
@@ -552,6 +558,25 @@ def test_fast_path_matches_pyyaml(source: str) -> None:
 @pytest.mark.parametrize("source", FALLBACK_SOURCES)
 def test_fast_path_defers_anything_else_to_pyyaml(source: str) -> None:
     assert _simple_frontmatter(source) is None
+
+
+def test_ascii_plain_check_agrees_with_the_full_pattern() -> None:
+    chars = [chr(c) for c in range(128)]
+    values = [a + b + c for a in chars for b in (" ", ":", "#", "x", "\x7f") for c in chars]
+    values += ["a: b", "a #b", "a:b", "a#b", "x:", "-", "- x", "ok \t", "~"]
+    disagree = [v for v in values if _is_plain(v) != bool(_plain_value().fullmatch(v))]
+    assert disagree == []
+
+
+def test_bom_is_skipped_and_a_bad_byte_is_located_in_the_file(tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "SKILL.md").write_bytes(b"\xef\xbb\xbf---\nname: bom\n---\nBody.")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "SKILL.md").write_bytes(b"\xef\xbb\xbf---\nname: caf\xe9\n---\n")
+    inventory = list_skills(tmp_path)
+    assert [(s.name, s.body) for s in inventory.skills] == [("bom", "Body.")]
+    [skipped] = inventory.skipped
+    assert skipped.detail == "not UTF-8 text (byte 0xe9 at offset 16)"
 
 
 def test_skill_tool_serves_the_first_of_two_same_named_skills() -> None:
