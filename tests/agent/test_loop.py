@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -29,19 +28,6 @@ from tests.agent._loop_support import (
     usage,
 )
 from toolnexus import Tool, toolkit
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
-
 
 SIG = "+vv8/f7/AAEC"  # standard base64; the SDK re-encodes it URL-safe
 

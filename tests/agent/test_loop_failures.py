@@ -8,11 +8,9 @@ import logging
 import subprocess
 import sys
 import traceback
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import respx
 
 from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError, _gemini
 from tests.agent._loop_support import (
@@ -27,19 +25,6 @@ from tests.agent._loop_support import (
     text,
 )
 from toolnexus import Tool, toolkit
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
-
 
 RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}
 PER_MINUTE = {

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import httpx
 import pytest
-import respx
 
 from tests.agent._loop_support import Script, call, echo_toolkit, make_agent, reply, text
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
-
 
 MALFORMED = {"candidates": [{"content": {}, "finishReason": "MALFORMED_FUNCTION_CALL"}]}
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
-import respx
 
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, ModelRequest, Veto
@@ -25,18 +22,6 @@ from tests.agent._loop_support import (
     usage,
 )
 from toolnexus import ToolResult
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
 
 
 def response_of(script: Script, turn: int, index: int = 0) -> dict[str, Any]:

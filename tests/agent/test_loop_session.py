@@ -5,12 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import respx
 
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, MemoryStore, ModelError, SessionBusyError, SqliteStore
@@ -18,18 +16,6 @@ from agent._store import Transcript
 from agent.errors import HookError
 from agent.events import Pending, ToolResultEvent
 from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
 
 
 class RecordingStore(MemoryStore):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import httpx
-import pytest
-import respx
 
 from agent import Agent, RetryPolicy
 from agent.events import (
@@ -34,18 +29,6 @@ from tests.agent._loop_support import (
     text,
     usage,
 )
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def mock() -> respx.MockRouter:
-    with respx.mock(assert_all_called=False) as router:
-        yield router
 
 
 def chunk(*parts: dict[str, Any], finish: str | None = None, meta: Any = None) -> dict[str, Any]:
