@@ -23,8 +23,17 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, Hooks, ModelError, RetryPolicy, SessionBusyError, SqliteStore
+from agent import (
+    Agent,
+    Hooks,
+    ModelError,
+    RetryPolicy,
+    RunResult,
+    SessionBusyError,
+    SqliteStore,
+)
 from agent.errors import HookError
+from agent.events import Done
 from agent.testing import FakeGemini, error, function_call
 from agent.testing._signatures import SignatureBook, decode_signature
 from toolnexus import Tool, Toolkit, toolkit
@@ -107,9 +116,18 @@ async def test_a_session_continues_over_three_agents_on_one_file(tmp_path: Path)
     book = SignatureBook()
     before: list[dict[str, Any]] = []
     for n, (script, prompt) in enumerate(zip(scripts, prompts, strict=True)):
-        fake = FakeGemini(script)  # a new fake: it accepts earlier signatures by their HMAC
+        # A new fake each time: it accepts earlier signatures by their HMAC. Run 2 streams,
+        # with Gemini 3 style signed text (a signature on an empty final text part).
+        fake = FakeGemini(script, sign_text=n == 1)
         async with SqliteStore(path) as store:
-            result = await make_agent(fake, store).run(prompt, session="conv")
+            agent = make_agent(fake, store)
+            if n == 1:
+                events = [e async for e in agent.stream(prompt, session="conv")]
+                last = events[-1]
+                assert isinstance(last, Done)
+                result = last.result
+            else:
+                result = await agent.run(prompt, session="conv")
         fake.assert_consumed()
         assert result.status == "completed", [r.error for r in fake.requests]
         assert [r.status for r in fake.requests] == [200] * len(script)
@@ -129,7 +147,8 @@ async def test_a_session_continues_over_three_agents_on_one_file(tmp_path: Path)
                 assert raw == book.sign({"functionCall": first_call["functionCall"]})
         before = after
     assert roles(before) == ["user", "model"] * 6
-    assert len(signatures(before)) == 3
+    assert len(signatures(before)) == 4  # three signed calls and run 2's signed answer
+    assert [r.kind for r in fake.requests] == ["unary"]
 
 
 async def test_the_stored_transcript_is_versioned_wire_json(tmp_path: Path) -> None:
@@ -154,8 +173,11 @@ async def test_the_stored_transcript_is_versioned_wire_json(tmp_path: Path) -> N
 # -- 4. a failure on turn 3 of 4 keeps turns 1-2 -----------------------------------------
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["run", "stream"])
 @pytest.mark.parametrize("failure", ["hook", "model-400"])
-async def test_a_failure_on_turn_3_keeps_turns_1_and_2(tmp_path: Path, failure: str) -> None:
+async def test_a_failure_on_turn_3_keeps_turns_1_and_2(
+    tmp_path: Path, failure: str, streaming: bool
+) -> None:
     path = tmp_path / "sessions.db"
     script: list[Any] = [
         function_call("echo", {"text": "1"}),
@@ -178,7 +200,12 @@ async def test_a_failure_on_turn_3_keeps_turns_1_and_2(tmp_path: Path, failure: 
     fake = FakeGemini(script)
     async with SqliteStore(path) as store:
         with pytest.raises(expected) as info:
-            await make_agent(fake, store, hooks=hooks).run("Count to four.", session="crash")
+            agent = make_agent(fake, store, hooks=hooks)
+            if streaming:
+                async for _ in agent.stream("Count to four.", session="crash"):
+                    pass
+            else:
+                await agent.run("Count to four.", session="crash")
     assert [r.status for r in fake.requests][:2] == [200, 200]
     contents = await stored(path, "crash")
     # Exactly turns 1-2: what the third request carried.
@@ -258,6 +285,11 @@ async def test_a_killed_process_keeps_its_completed_turns(tmp_path: Path) -> Non
         )
         try:
             await asyncio.to_thread(wait_for_file, marker, child)
+            # While the child lives, its lease refuses the session to this process too.
+            async with SqliteStore(path) as store:
+                busy = make_agent(FakeGemini(["never"]), store)
+                with pytest.raises(SessionBusyError, match=f"process {child.pid} on host"):
+                    await busy.run("Me too.", session="killed")
             child.send_signal(signal.SIGKILL)
         finally:
             if child.poll() is None:
@@ -374,12 +406,17 @@ async def test_concurrent_sessions_do_not_interfere(tmp_path: Path) -> None:
     sessions = [f"s{n}" for n in range(8)]
     async with SqliteStore(tmp_path / "sessions.db") as store:
         agent = make_agent(fake, store)
-        for prompt in ("Begin {token}.", "Again {token}."):
+
+        async def streamed(prompt: str, session: str) -> RunResult:
+            events = [event async for event in agent.stream(prompt, session=session)]
+            last = events[-1]
+            assert isinstance(last, Done)
+            return last.result
+
+        # First round with run, second with stream: both interleave freely on one loop.
+        for prompt, way in (("Begin {token}.", agent.run), ("Again {token}.", streamed)):
             results = await asyncio.gather(
-                *(
-                    agent.run(prompt.format(token=f"tok-{n}"), session=s)
-                    for n, s in enumerate(sessions)
-                )
+                *(way(prompt.format(token=f"tok-{n}"), session=s) for n, s in enumerate(sessions))
             )
             assert [r.text for r in results] == [f"Finished tok-{n}." for n in range(8)]
             assert all(r.turns == 3 for r in results)
