@@ -103,6 +103,17 @@ def usage(prompt: int, candidates: int, total: int, **more: int) -> dict[str, in
     }
 
 
+def chunk(*parts: dict[str, Any], finish: str | None = None, meta: Any = None) -> dict[str, Any]:
+    """A response body (or one streamed chunk) with one candidate holding ``parts``."""
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    body: dict[str, Any] = {"candidates": [candidate]}
+    if meta is not None:
+        body["usageMetadata"] = meta
+    return body
+
+
 def reply(
     *parts: dict[str, Any],
     finish: str | None = "STOP",
@@ -110,12 +121,7 @@ def reply(
     model_version: str | None = None,
 ) -> dict[str, Any]:
     """A generateContent response body with one candidate holding ``parts``."""
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
-    if finish is not None:
-        candidate["finishReason"] = finish
-    body: dict[str, Any] = {"candidates": [candidate]}
-    if meta is not None:
-        body["usageMetadata"] = meta
+    body = chunk(*parts, finish=finish, meta=meta)
     if model_version is not None:
         body["modelVersion"] = model_version
     return body

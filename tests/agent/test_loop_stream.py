@@ -22,6 +22,7 @@ from tests.agent._loop_support import (
     Sleeps,
     api_error,
     call,
+    chunk,
     decode_signature,
     echo_toolkit,
     make_agent,
@@ -29,16 +30,6 @@ from tests.agent._loop_support import (
     text,
     usage,
 )
-
-
-def chunk(*parts: dict[str, Any], finish: str | None = None, meta: Any = None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
-    if finish is not None:
-        candidate["finishReason"] = finish
-    body: dict[str, Any] = {"candidates": [candidate]}
-    if meta is not None:
-        body["usageMetadata"] = meta
-    return body
 
 
 async def collect(agent: Agent, prompt: str | None = "go", **kw: Any) -> list[Event]:
