@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
-from toolnexus._skills import Skill, discover_skills, skill_tool
+from toolnexus._skills import Skill, found_skills, skill_tool
 from toolnexus.tool import Resource, Tool, Toolkit
 
 __all__ = ["build", "build_async"]
@@ -164,7 +164,7 @@ def _plan(
 
 
 def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
-    return list(discover_skills(skill_dirs).skills) if skill_dirs else []
+    return found_skills(skill_dirs) if skill_dirs else []
 
 
 def build(

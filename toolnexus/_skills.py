@@ -41,10 +41,13 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolnexus._schema import schema_validator
 from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
+
+if TYPE_CHECKING:
+    from toolnexus._skill_records import SkillInventory, SkippedSkill
 
 __all__ = [
     "Skill",
@@ -52,6 +55,7 @@ __all__ = [
     "SkipReason",
     "SkippedSkill",
     "discover_skills",
+    "found_skills",
     "list_skills",
     "skill_tool",
     "skills_prompt",
@@ -82,26 +86,17 @@ class Skill:
     """The Markdown after the frontmatter, without leading and trailing whitespace."""
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedSkill:
-    """A ``SKILL.md`` (or a skills directory) that discovery passed over, and why."""
+def __getattr__(name: str) -> Any:
+    """Load `SkillInventory` and `SkippedSkill` on first use (`build` needs neither)."""
+    if name in ("SkillInventory", "SkippedSkill"):
+        from toolnexus import _skill_records
 
-    path: Path
-    """Absolute path of the file or directory concerned."""
-    reason: SkipReason
-    """One of ``missing-name``, ``malformed-frontmatter``, ``duplicate-name``, ``unreadable``."""
-    detail: str = ""
-    """A human-readable explanation (the YAML error and its line, the OS error...)."""
+        return getattr(_skill_records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class SkillInventory:
-    """What discovery found: the skills, in walk order, and the files it skipped."""
-
-    skills: tuple[Skill, ...] = ()
-    """The skills, in deterministic walk order (sorted by path)."""
-    skipped: tuple[SkippedSkill, ...] = ()
-    """Everything passed over, each with a reason."""
+_Skip = tuple[str, SkipReason, str]
+"""A skipped file or directory before it becomes a `SkippedSkill`: (path, reason, detail)."""
 
 
 # --- walking -------------------------------------------------------------------------------
@@ -303,27 +298,27 @@ def _parse(text: str) -> tuple[str | None, str | None, str]:
     return _text_field(parsed, "name"), _text_field(parsed, "description"), body
 
 
-def _load_skill(path: str) -> Skill | SkippedSkill:
+def _load_skill(path: str) -> Skill | _Skip:
     try:
         with open(path, "rb") as file:
             raw = file.read()
     except OSError as exc:
-        return SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc))
+        return path, "unreadable", exc.strerror or str(exc)
     bom = len(_BOM) if raw.startswith(_BOM) else 0
     try:  # not raw.decode("utf-8-sig"): its codec module costs ~2 ms to import
         text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
         at = bom + exc.start
         detail = f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
-        return SkippedSkill(Path(path), "unreadable", detail)
+        return path, "unreadable", detail
     try:
         name, description, body = _parse(text)
     except _BadNameError as exc:
-        return SkippedSkill(Path(path), "missing-name", str(exc))
+        return path, "missing-name", str(exc)
     except _MalformedError as exc:
-        return SkippedSkill(Path(path), "malformed-frontmatter", str(exc))
+        return path, "malformed-frontmatter", str(exc)
     if name is None:
-        return SkippedSkill(Path(path), "missing-name", "the frontmatter has no `name`")
+        return path, "missing-name", "the frontmatter has no `name`"
     return Skill(name, description, Path(os.path.dirname(path)), Path(path), body)
 
 
@@ -336,36 +331,45 @@ def _as_dirs(dirs: SkillDirs) -> list[str]:
     return [os.fspath(d) for d in dirs]
 
 
-def _discover(dirs: SkillDirs) -> tuple[SkillInventory, list[str]]:
+def _scan(dirs: SkillDirs) -> tuple[list[Skill], list[_Skip], list[str]]:
+    """Return the skills under ``dirs``, what was skipped, and the duplicate-name notes."""
     skills: dict[str, Skill] = {}
-    skipped: list[SkippedSkill] = []
+    skipped: list[_Skip] = []
     duplicates: list[str] = []
     visited: set[tuple[int, int]] = set()
     for given in _as_dirs(dirs):
         top = os.path.abspath(given)
         if not os.path.isdir(top):
             why = "does not exist" if not os.path.exists(top) else "is not a directory"
-            skipped.append(SkippedSkill(Path(top), "unreadable", f"skills directory {why}"))
+            skipped.append((top, "unreadable", f"skills directory {why}"))
             continue
         errors: list[tuple[str, OSError]] = []
         for entry in _walk_files(top, visited, errors):
             if entry.name != SKILL_FILE:
                 continue
             found = _load_skill(entry.path)
-            if isinstance(found, SkippedSkill):
+            if not isinstance(found, Skill):
                 skipped.append(found)
             elif found.name in skills:
                 first = skills[found.name].path
                 skipped.append(
-                    SkippedSkill(found.path, "duplicate-name", f"name already used by {first}")
+                    (os.fspath(found.path), "duplicate-name", f"name already used by {first}")
                 )
                 duplicates.append(f"{found.path} (first: {first})")
             else:
                 skills[found.name] = found
-        skipped.extend(
-            SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc)) for path, exc in errors
-        )
-    inventory = SkillInventory(tuple(skills.values()), tuple(skipped))
+        skipped.extend((path, "unreadable", exc.strerror or str(exc)) for path, exc in errors)
+    return list(skills.values()), skipped, duplicates
+
+
+def _discover(dirs: SkillDirs) -> tuple[SkillInventory, list[str]]:
+    from toolnexus._skill_records import SkillInventory, SkippedSkill
+
+    skills, skipped, duplicates = _scan(dirs)
+    inventory = SkillInventory(
+        tuple(skills),
+        tuple(SkippedSkill(Path(path), reason, detail) for path, reason, detail in skipped),
+    )
     return inventory, duplicates
 
 
@@ -379,10 +383,17 @@ def _warn_duplicates(duplicates: list[str], stacklevel: int) -> None:
 
 
 def discover_skills(dirs: SkillDirs) -> SkillInventory:
-    """Find every skill under ``dirs``; see `list_skills` (this is the one `build` calls)."""
+    """Find every skill under ``dirs``; see `list_skills`."""
     inventory, duplicates = _discover(dirs)
     _warn_duplicates(duplicates, stacklevel=3)
     return inventory
+
+
+def found_skills(dirs: SkillDirs) -> list[Skill]:
+    """Return just the skills under ``dirs`` (what `build` needs), warning on duplicates."""
+    skills, _, duplicates = _scan(dirs)
+    _warn_duplicates(duplicates, stacklevel=3)
+    return skills
 
 
 def list_skills(dirs: SkillDirs) -> SkillInventory:

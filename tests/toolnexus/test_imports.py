@@ -42,7 +42,8 @@ def test_import_build_and_define_tool_load_no_heavy_module() -> None:
     ]
 
 
-# What the built-in tools' implementations pull in: none of it loads until a built-in runs.
+# What the built-in tools' implementations (and list_skills' records) pull in: none of
+# it loads on build; a built-in's code loads when it first runs.
 LAZY = (
     "toolnexus.builtins._files",
     "toolnexus.builtins._interact",
@@ -50,6 +51,7 @@ LAZY = (
     "toolnexus.builtins._shell",
     "toolnexus.builtins._web",
     "toolnexus.builtins._common",
+    "toolnexus._skill_records",
     "shutil",
     "signal",
     "tempfile",
