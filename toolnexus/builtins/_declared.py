@@ -10,7 +10,6 @@ code (and what it imports) loads only when a built-in first runs.
 
 from __future__ import annotations
 
-import copy
 import importlib
 from typing import Any
 
@@ -289,9 +288,18 @@ def description(name: str, limits: Limits) -> str:
     return template
 
 
+def _fresh(value: Any) -> Any:
+    """Copy JSON data (dicts, lists, scalars): several times faster than `copy.deepcopy`."""
+    if isinstance(value, dict):
+        return {key: _fresh(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    return value
+
+
 def input_schema(name: str) -> dict[str, Any]:
     """Return a fresh copy of the input schema of built-in ``name``."""
-    schema: dict[str, Any] = copy.deepcopy(_DECLARED[name][1])
+    schema: dict[str, Any] = _fresh(_DECLARED[name][1])
     return schema
 
 
