@@ -27,9 +27,8 @@ from agent._cli_common import (
     add_agent_flags,
     add_toolkit_flags,
     agent_log,
-    build_toolkit,
     check_toolkit_flags,
-    open_factory,
+    open_agents,
     read_system,
     report_fake,
 )
@@ -355,7 +354,7 @@ async def _batch(
             finished[task.id] = record["status"]
             progress.finished(record)
 
-    async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
+    async with open_agents(args, own) as (factory, toolkit):
         workers = min(args.concurrency, len(todo))
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from agent._cli_common import (
@@ -22,9 +21,8 @@ from agent._cli_common import (
     add_agent_flags,
     add_toolkit_flags,
     agent_log,
-    build_toolkit,
     check_toolkit_flags,
-    open_factory,
+    open_agents,
     read_system,
     report_fake,
 )
@@ -33,7 +31,6 @@ from agent._cli_run import Asker, stream_run
 if TYPE_CHECKING:
     from agent._agent import Agent
     from agent._store import SqliteStore
-    from toolnexus import Tool, Toolkit
 
 __all__ = ["add_chat"]
 
@@ -83,8 +80,7 @@ def chat_command(args: argparse.Namespace) -> int:
     with agent_log(args.verbose), asyncio.Runner() as runner:
         stack = contextlib.AsyncExitStack()
         try:
-            factory = runner.run(stack.enter_async_context(open_factory(args)))
-            toolkit = runner.run(stack.enter_async_context(runner_toolkit(args, own)))
+            factory, toolkit = runner.run(stack.enter_async_context(open_agents(args, own)))
             store = _store(args.store)
             if store is not None:
                 stack.push_async_callback(store.close)
@@ -103,13 +99,6 @@ def chat_command(args: argparse.Namespace) -> int:
         finally:
             runner.run(stack.aclose())
     return EXIT_OK
-
-
-@contextlib.asynccontextmanager
-async def runner_toolkit(args: argparse.Namespace, own: list[Tool]) -> AsyncIterator[Toolkit]:
-    """Build the toolkit and close it (MCP servers) when the chat ends."""
-    async with await build_toolkit(args, own) as toolkit:
-        yield toolkit
 
 
 def _store(path: str | None) -> SqliteStore | None:

@@ -43,6 +43,7 @@ __all__ = [
     "build_toolkit",
     "check_toolkit_flags",
     "exit_code",
+    "open_agents",
     "open_factory",
     "plain_warnings",
     "read_system",
@@ -394,6 +395,19 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL_NAME)
     async with fake.http_client() as http:
         yield AgentFactory(model, http, "fake-key-not-a-secret", fake, quick_retries=True)
+
+
+@contextlib.asynccontextmanager
+async def open_agents(
+    args: argparse.Namespace, own: list[Tool]
+) -> AsyncIterator[tuple[AgentFactory, Toolkit]]:
+    """Yield the `AgentFactory` and the toolkit the flags describe; close both afterwards.
+
+    ``own`` are the tools `check_toolkit_flags` loaded. The toolkit (its MCP servers) is
+    closed before the factory's HTTP client.
+    """
+    async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
+        yield factory, toolkit
 
 
 @contextlib.contextmanager

@@ -21,10 +21,9 @@ from agent._cli_common import (
     add_agent_flags,
     add_toolkit_flags,
     agent_log,
-    build_toolkit,
     check_toolkit_flags,
     exit_code,
-    open_factory,
+    open_agents,
     read_system,
     report_fake,
 )
@@ -119,7 +118,7 @@ async def _run(
     store: SqliteStore | None = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
     asker = Asker(args.answer, err)
-    async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
+    async with open_agents(args, own) as (factory, toolkit):
         agent = factory.make(
             toolkit,
             system=system,
