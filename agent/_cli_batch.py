@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -31,10 +31,12 @@ from agent._cli_common import (
     open_agents,
     read_system,
     report_fake,
+    retry_note,
 )
 
 if TYPE_CHECKING:
     from agent._cli_common import AgentFactory
+    from agent.events import Retry
     from toolnexus import Tool, Toolkit
 
 __all__ = ["Task", "add_batch", "load_tasks", "read_finished"]
@@ -255,12 +257,15 @@ class _Progress:
     done: int = 0
     running: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    _drawn: int = 0
 
     def started(self) -> None:
         self.running += 1
         self._draw()
 
-    def finished(self, record: Mapping[str, Any]) -> None:
+    def finished(self, record: Mapping[str, Any], retries: Sequence[Retry] = ()) -> None:
+        for retry in retries:
+            self._note(f"{record['id']}: {retry_note(retry, waited=True)}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -281,11 +286,20 @@ class _Progress:
         filled = _BAR_WIDTH * self.done // max(self.total, 1)
         bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
         failed = sum(n for status, n in self.statuses.items() if status != "completed")
-        self.err.write(
-            f"\r[{bar}] {self.done}/{self.total} done, {self.running} running, "
+        line = (
+            f"[{bar}] {self.done}/{self.total} done, {self.running} running, "
             f"{failed} not completed "
         )
+        self.err.write("\r" + line)
         self.err.flush()
+        self._drawn = len(line)
+
+    def _note(self, text: str) -> None:
+        """Write a line of its own (over the bar on a terminal; it is drawn again next)."""
+        if self.tty:
+            self.err.write("\r" + text.ljust(self._drawn) + "\n")
+        else:
+            self.err.write(text + "\n")
 
     def close(self) -> None:
         if self.tty:
@@ -349,10 +363,10 @@ async def _batch(
         while not queue.empty():
             task = queue.get_nowait()
             progress.started()
-            record = await _run_task(factory, toolkit, task, args, system)
+            record, retries = await _run_task(factory, toolkit, task, args, system)
             output.append(record)
             finished[task.id] = record["status"]
-            progress.finished(record)
+            progress.finished(record, retries)
 
     async with open_agents(args, own) as (factory, toolkit):
         workers = min(args.concurrency, len(todo))
@@ -368,7 +382,8 @@ async def _run_task(
     task: Task,
     args: argparse.Namespace,
     system: str | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], tuple[Retry, ...]]:
+    """Run one task; return its output record and the model-call retries it took."""
     from agent.errors import RunError
 
     start = time.monotonic()
@@ -388,7 +403,7 @@ async def _run_task(
         record.update(turns=0, duration=round(time.monotonic() - start, 3))
         record.update(model=task.model or factory.model, tool_calls=0, reason=None, limit=None)
         record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
-        return record
+        return record, ()
     record.update(
         status="failed" if error else result.status,
         text=result.text,
@@ -402,4 +417,4 @@ async def _run_task(
     )
     if error:
         record["error"] = error
-    return record
+    return record, result.retries

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent._loop import WaitFor
     from agent._result import RunResult
     from agent._store import Store
+    from agent.events import Retry
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
 
@@ -48,6 +49,7 @@ __all__ = [
     "plain_warnings",
     "read_system",
     "report_fake",
+    "retry_note",
 ]
 
 EXIT_OK = 0
@@ -408,6 +410,15 @@ async def open_agents(
     """
     async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
         yield factory, toolkit
+
+
+def retry_note(retry: Retry, *, waited: bool = False) -> str:
+    """Return the line the commands show for a model-call retry (a `Retry` event).
+
+    ``waited`` tells it after the fact (a finished batch task) instead of before the wait.
+    """
+    when = "retried after" if waited else "retrying in"
+    return f"(model call failed: {retry.status}; {when} {retry.delay:.1f} s)"
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from agent._cli_common import (
     open_agents,
     read_system,
     report_fake,
+    retry_note,
 )
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ async def stream_run(
                 err.write(f"{mark}{event.call.name}: {_summary(event.result.output)}\n")
         elif isinstance(event, Retry):
             newline()
-            err.write(f"(model call failed: {event.status}; retrying in {event.delay:.1f} s)\n")
+            err.write(retry_note(event) + "\n")
         elif isinstance(event, Done):
             result = event.result
         err.flush()

@@ -253,3 +253,18 @@ def test_progress_bar_on_a_terminal(workdir: Path) -> None:
     assert "\r[##############################] 3/3 done, 0 running, 0 not completed" in text
     assert "[1/3]" not in text, "no per-task lines on a terminal"
     assert text.endswith("3 tasks: 3 completed; results in o.jsonl\r\n")
+
+
+def test_a_tasks_model_call_retries_are_shown(inproc: InProcess, workdir: Path) -> None:
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "flaky", "prompt": "go"}]), "utf-8")
+    fake = FakeGemini([error(503, "UNAVAILABLE", retry_delay=0.01), "done"])
+    with fake.serve() as server:
+        code, _, err = inproc(
+            "batch", "tasks.yaml", "--out", "r.jsonl", "--no-builtins", server=server
+        )
+    assert code == 0, err
+    assert (
+        "flaky: (model call failed: UNAVAILABLE; retried after 0.0 s)\n[1/1] flaky completed" in err
+    )
+    (record,) = _records(workdir / "r.jsonl")
+    assert record["text"] == "done" and len(fake.requests) == 2

@@ -228,3 +228,13 @@ def test_ctrl_c_stops_a_run_with_exit_code_130(workdir: Path) -> None:
     assert proc.returncode == 130, err
     assert err.endswith("\ninterrupted\n") and "Traceback" not in err
     assert out == ""
+
+
+def test_a_model_call_retry_is_shown_before_the_answer(inproc: InProcess) -> None:
+    fake = FakeGemini([error(503, "UNAVAILABLE", retry_delay=0.01), "Fine."])
+    with fake.serve() as server:
+        code, out, err = inproc("run", *TOOLS, "Hello?", server=server)
+    assert code == 0, err
+    assert out == "Fine.\n"
+    assert "(model call failed: UNAVAILABLE; retrying in 0.0 s)\n" in err
+    assert len(fake.requests) == 2
