@@ -46,21 +46,17 @@ def _prompts(fake: FakeGemini) -> Counter[str]:
     return Counter(_prompt(request.body) for request in fake.requests)
 
 
+def _batch(out: str, *more: str) -> tuple[str, ...]:
+    """The arguments ``batch tasks.yaml --out OUT --no-builtins MORE...``."""
+    return ("batch", "tasks.yaml", "--out", out, "--no-builtins", *more)
+
+
 def test_twenty_tasks_at_concurrency_four_complete(cli: Cli, workdir: Path) -> None:
     _write_tasks(workdir / "tasks.yaml", 20)
     fake = FakeGemini(_answer_by_prompt(0.05))
     with fake.serve() as server:
-        done = cli(
-            "batch",
-            "tasks.yaml",
-            "--out",
-            "out.jsonl",
-            "--concurrency",
-            "4",
-            "--no-builtins",
-            server=server,
-        )
-        again = cli("batch", "tasks.yaml", "--out", "out.jsonl", "--no-builtins", server=server)
+        done = cli(*_batch("out.jsonl", "--concurrency", "4"), server=server)
+        again = cli(*_batch("out.jsonl"), server=server)
     assert done.returncode == 0, done.stderr
     records = _records(workdir / "out.jsonl")
     assert sorted(r["id"] for r in records) == [f"t{i:02d}" for i in range(20)]
@@ -91,18 +87,7 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
         return delay(pause, f"answer to {prompt}")
 
     fake = FakeGemini(model)
-    command = [
-        sys.executable,
-        "-m",
-        "agent",
-        "batch",
-        "tasks.yaml",
-        "--out",
-        "out.jsonl",
-        "--concurrency",
-        "4",
-        "--no-builtins",
-    ]
+    command = [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "4")]
     with fake.serve() as server:
         env = cli_env(server)
         first = subprocess.Popen(command, cwd=workdir, env=env, stderr=subprocess.DEVNULL)
@@ -152,16 +137,7 @@ def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdi
     fake = FakeGemini(_answer_by_prompt())
     with fake.serve() as server:
         code, _, err = inproc(
-            "batch",
-            "tasks.yaml",
-            "--out",
-            "r.jsonl",
-            "--no-builtins",
-            "--system",
-            "Default system.",
-            "--concurrency",
-            "1",
-            server=server,
+            *_batch("r.jsonl", "--system", "Default system.", "--concurrency", "1"), server=server
         )
         assert code == 1, err
         records = {r["id"]: r for r in _records(workdir / "r.jsonl")}
@@ -174,19 +150,9 @@ def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdi
         assert by_prompt["fine"].system_text == "Terse."
         assert by_prompt["also fine"].system_text == "Default system."
         # Resuming skips the recorded failure unless asked to retry it.
-        code, _, err = inproc(
-            "batch", "tasks.yaml", "--out", "r.jsonl", "--no-builtins", server=server
-        )
+        code, _, err = inproc(*_batch("r.jsonl"), server=server)
         assert code == 1 and len(fake.requests) == 3
-        code, _, err = inproc(
-            "batch",
-            "tasks.yaml",
-            "--out",
-            "r.jsonl",
-            "--no-builtins",
-            "--retry-failed",
-            server=server,
-        )
+        code, _, err = inproc(*_batch("r.jsonl", "--retry-failed"), server=server)
     assert code == 1 and len(fake.requests) == 4
     assert [r["id"] for r in _records(workdir / "r.jsonl")].count("bad") == 2
 
@@ -220,16 +186,7 @@ def test_progress_bar_on_a_terminal(workdir: Path) -> None:
     try:
         with fake.serve() as server:
             done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "agent",
-                    "batch",
-                    "tasks.yaml",
-                    "--out",
-                    "o.jsonl",
-                    "--no-builtins",
-                ],
+                [sys.executable, "-m", "agent", *_batch("o.jsonl")],
                 cwd=workdir,
                 env=cli_env(server),
                 stderr=slave,
@@ -259,9 +216,7 @@ def test_a_tasks_model_call_retries_are_shown(inproc: InProcess, workdir: Path) 
     (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "flaky", "prompt": "go"}]), "utf-8")
     fake = FakeGemini([error(503, "UNAVAILABLE", retry_delay=0.01), "done"])
     with fake.serve() as server:
-        code, _, err = inproc(
-            "batch", "tasks.yaml", "--out", "r.jsonl", "--no-builtins", server=server
-        )
+        code, _, err = inproc(*_batch("r.jsonl"), server=server)
     assert code == 0, err
     assert (
         "flaky: (model call failed: UNAVAILABLE; retried after 0.0 s)\n[1/1] flaky completed" in err
