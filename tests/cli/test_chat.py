@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from agent.testing import FakeGemini, delay, function_call
@@ -62,14 +62,19 @@ class Terminal:
 
 
 @contextmanager
-def chat(server: FakeServer, cwd: Path, *flags: str) -> Iterator[Terminal]:
-    terminal = Terminal(["chat", "--no-builtins", *flags], cwd, cli_env(server))
+def terminal(server: FakeServer, cwd: Path, *args: str) -> Iterator[Terminal]:
+    """Run ``python -m agent ARGS`` on a terminal; kill it if the test leaves it running."""
+    term = Terminal(list(args), cwd, cli_env(server))
     try:
-        yield terminal
+        yield term
     finally:
-        if terminal.proc.poll() is None:
-            terminal.proc.kill()
-            terminal.close()
+        if term.proc.poll() is None:
+            term.proc.kill()
+            term.close()
+
+
+def chat(server: FakeServer, cwd: Path, *flags: str) -> AbstractContextManager[Terminal]:
+    return terminal(server, cwd, "chat", "--no-builtins", *flags)
 
 
 def test_chat_remembers_an_earlier_turn_and_exits_on_ctrl_d(tmp_path: Path) -> None:
@@ -119,16 +124,10 @@ def test_run_asks_the_question_tool_on_the_terminal(tmp_path: Path) -> None:
         "question", {"questions": [{"question": "Which colour?", "options": ["red", "blue"]}]}
     )
     fake = FakeGemini([ask, "Blue it is."])
-    with fake.serve() as server:
-        term = Terminal(["run", "Paint it"], tmp_path, cli_env(server))
-        try:
-            term.expect("? Which colour? (options: red, blue)")
-            term.type("blue\n")
-            term.expect("Blue it is.")
-            assert term.close() == 0
-        finally:
-            if term.proc.poll() is None:
-                term.proc.kill()
-                term.close()
+    with fake.serve() as server, terminal(server, tmp_path, "run", "Paint it") as term:
+        term.expect("? Which colour? (options: red, blue)")
+        term.type("blue\n")
+        term.expect("Blue it is.")
+        assert term.close() == 0
     response = fake.requests[1].function_responses[0]
     assert (response["name"], response["response"]["output"]) == ("question", '"blue"')
