@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/_bench_micro.py import toolnexus
+    python scripts/_bench_micro.py import toolnexus        (or MODULE:ATTR)
     python scripts/_bench_micro.py build SKILLS_DIR REPEATS
     python scripts/_bench_micro.py discover SKILLS_DIR REPEATS
 
@@ -18,9 +18,13 @@ import time
 from typing import Any
 
 
-def _import(module: str) -> dict[str, Any]:
+def _import(target: str) -> dict[str, Any]:
+    """Time ``import module`` (``module:attr`` also fetches the attribute)."""
+    module, _, attr = target.partition(":")
     start = time.perf_counter_ns()
-    __import__(module)
+    loaded = __import__(module)
+    if attr:
+        getattr(loaded, attr)
     took = time.perf_counter_ns() - start
     return {"ns": took, "genai_loaded": "google.genai" in sys.modules}
 
