@@ -13,7 +13,7 @@ from agent._loop import Run, Settings, WaitFor
 from agent._request import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._retry import RetryPolicy
 from agent.errors import ConfigurationError, DeadlineExceededError
-from agent.events import Done, Event
+from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
 from toolnexus import Answer, Toolkit
 
@@ -186,7 +186,7 @@ class Agent:
         events = self._events(prompt, history, answer, session, streaming=False)
         async with contextlib.aclosing(events):
             async for event in events:
-                if isinstance(event, Done):
+                if isinstance(event, DoneEvent):
                     result = event.result
         assert result is not None
         return result
@@ -228,11 +228,11 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
     ) -> AsyncGenerator[Event, None]:
-        """Yield the run's events as they happen; the last one is `Done` with the result.
+        """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
         Takes the same arguments as `run` and runs the same loop, over Gemini's streaming
-        endpoint: text and thoughts arrive as `TextDelta` / `Thought` pieces while the model
-        writes. If a model call fails part-way and is retried, a `Retry` event comes before
+        endpoint: text and thoughts arrive as `TextEvent` / `ThoughtEvent` pieces while the model
+        writes. If a model call fails part-way and is retried, a `RetryEvent` comes before
         the new attempt's pieces: the pieces of the failed attempt are void. To stop early,
         iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream cancels
         the tool calls still running and waits for them (a turn whose calls all finished is
@@ -242,9 +242,9 @@ class Agent:
         Example::
 
             async for event in agent.stream("Summarise README.md"):
-                if isinstance(event, TextDelta):
+                if isinstance(event, TextEvent):
                     print(event.text, end="", flush=True)
-                elif isinstance(event, Done):
+                elif isinstance(event, DoneEvent):
                     print(event.result.status)
         """
         events = self._events(prompt, history, answer, session, streaming=True)

@@ -36,7 +36,7 @@ from agent._cli_common import (
 
 if TYPE_CHECKING:
     from agent._cli_common import AgentFactory
-    from agent.events import Retry
+    from agent.events import RetryEvent
     from toolnexus import Tool, Toolkit
 
 __all__ = ["Task", "add_batch", "load_tasks", "read_finished"]
@@ -263,7 +263,7 @@ class _Progress:
         self.running += 1
         self._draw()
 
-    def finished(self, record: Mapping[str, Any], retries: Sequence[Retry] = ()) -> None:
+    def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
             self._note(f"{record['id']}: {retry_note(retry, waited=True)}")
         self.running -= 1
@@ -382,7 +382,7 @@ async def _run_task(
     task: Task,
     args: argparse.Namespace,
     system: str | None,
-) -> tuple[dict[str, Any], tuple[Retry, ...]]:
+) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     from agent.errors import RunError
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent._loop import WaitFor
     from agent._result import RunResult
     from agent._store import Store
-    from agent.events import Retry
+    from agent.events import RetryEvent
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
 
@@ -247,12 +247,11 @@ def load_tools(spec: str) -> list[Tool]:
 
 
 def _builtins_option(args: argparse.Namespace) -> bool | dict[str, Any]:
-    import toolnexus.builtins  # noqa: F401  (fills the registry)
-    from toolnexus._registry import BUILTINS
+    from toolnexus.builtins import BUILTIN_NAMES
 
     if args.no_builtins:
         return False
-    off = {name: False for name in args.disable if name in BUILTINS}
+    off = {name: False for name in args.disable if name in BUILTIN_NAMES}
     return {"tools": off} if off else True
 
 
@@ -267,14 +266,13 @@ def _filtered(toolkit: Toolkit, disabled: list[str]) -> Toolkit:
 
 
 def _check_disabled(toolkit: Toolkit, disabled: list[str]) -> None:
-    import toolnexus.builtins  # noqa: F401
-    from toolnexus._registry import BUILTINS
+    from toolnexus.builtins import BUILTIN_NAMES
 
-    unknown = [n for n in disabled if n not in toolkit and n not in BUILTINS]
+    unknown = [n for n in disabled if n not in toolkit and n not in BUILTIN_NAMES]
     if unknown:
         raise CliError(
             f"--disable: no tool named {', '.join(map(repr, unknown))}; the tools are "
-            f"{', '.join(sorted(set(toolkit.names) | set(BUILTINS)))}"
+            f"{', '.join(sorted(set(toolkit.names) | set(BUILTIN_NAMES)))}"
         )
 
 
@@ -412,8 +410,8 @@ async def open_agents(
         yield factory, toolkit
 
 
-def retry_note(retry: Retry, *, waited: bool = False) -> str:
-    """Return the line the commands show for a model-call retry (a `Retry` event).
+def retry_note(retry: RetryEvent, *, waited: bool = False) -> str:
+    """Return the line the commands show for a model-call retry (a `RetryEvent`).
 
     ``waited`` tells it after the fact (a finished batch task) instead of before the wait.
     """

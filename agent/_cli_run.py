@@ -178,7 +178,7 @@ async def stream_run(
     session: str | None = None,
 ) -> RunResult:
     """Stream one run: text to ``out`` as it arrives, tool activity to ``err``; return it."""
-    from agent.events import Done, Retry, TextDelta, Thought, ToolCall, ToolResultEvent
+    from agent.events import DoneEvent, RetryEvent, TextEvent, ThoughtEvent, ToolCallEvent, ToolResultEvent
 
     result: RunResult | None = None
     at_line_start = True
@@ -195,29 +195,29 @@ async def stream_run(
             at_line_start = True
 
     async for event in agent.stream(prompt, session=session):
-        if isinstance(event, Thought):
+        if isinstance(event, ThoughtEvent):
             thinking.append(event.text)
             continue
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextEvent):
             if thinking:
                 newline()
             out.write(event.text)
             out.flush()
             at_line_start = event.text.endswith("\n")
-        elif isinstance(event, ToolCall):
+        elif isinstance(event, ToolCallEvent):
             newline()
-            args = json.dumps(event.args, ensure_ascii=False)
-            err.write(f"-> {event.name} {_shorten(args)}\n")
+            args = json.dumps(event.call.args, ensure_ascii=False)
+            err.write(f"-> {event.call.name} {_shorten(args)}\n")
         elif isinstance(event, ToolResultEvent):
             if event.result.pending is not None:
                 err.write(f"<- {event.call.name}: (waiting for an answer)\n")
             else:
                 mark = "x " if event.result.is_error else "<- "
                 err.write(f"{mark}{event.call.name}: {_summary(event.result.output)}\n")
-        elif isinstance(event, Retry):
+        elif isinstance(event, RetryEvent):
             newline()
             err.write(retry_note(event) + "\n")
-        elif isinstance(event, Done):
+        elif isinstance(event, DoneEvent):
             result = event.result
         err.flush()
     newline()

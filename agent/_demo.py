@@ -24,7 +24,7 @@ from agent._agent import Agent
 from agent._result import RunResult
 from agent._retry import RetryPolicy
 from agent.errors import RunError
-from agent.events import Done, Retry, TextDelta, Thought, ToolCall, ToolResultEvent
+from agent.events import DoneEvent, RetryEvent, TextEvent, ThoughtEvent, ToolCallEvent, ToolResultEvent
 from agent.testing import FakeGemini, read_scenario
 
 __all__ = ["demo_data", "run_demo"]
@@ -135,25 +135,25 @@ async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
         pieces.append(piece)
 
     async for event in agent.stream(prompt):
-        if isinstance(event, TextDelta | Thought | ToolCall) and event.turn != turn:
+        if isinstance(event, TextEvent | ThoughtEvent | ToolCallEvent) and event.turn != turn:
             flush()
             turn = event.turn
             say.line(f"\n--- turn {turn} ---")
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextEvent):
             collect("model> ", event.text)
-        elif isinstance(event, Thought):
+        elif isinstance(event, ThoughtEvent):
             collect("model (thinking)> ", event.text)
-        elif isinstance(event, ToolCall):
+        elif isinstance(event, ToolCallEvent):
             flush()
-            say.line(f"tool call> {event.name} {json.dumps(event.args, ensure_ascii=False)}")
+            say.line(f"tool call> {event.call.name} {json.dumps(event.call.args, ensure_ascii=False)}")
         elif isinstance(event, ToolResultEvent):
             flush()
             label = "tool error" if event.result.is_error else "tool result"
             say.block(f"{label} ({event.call.name})> ", _clip(event.result.output))
-        elif isinstance(event, Retry):
+        elif isinstance(event, RetryEvent):
             flush()
             say.line(f"(retrying the model call: {event.status}, after {event.delay:.1f} s)")
-        elif isinstance(event, Done):
+        elif isinstance(event, DoneEvent):
             result = event.result
     answered = result is not None and result.status == "completed" and kind[0] == "model> "
     flush("answer> " if answered else None)

@@ -1,6 +1,6 @@
 """The one agent loop: fetch → classify → execute → decide, as an async generator of events.
 
-`Run.events` is the only copy of the loop. `Agent.run` drains it and returns the `Done`
+`Run.events` is the only copy of the loop. `Agent.run` drains it and returns the `DoneEvent`
 event's result; `Agent.stream` hands the events to the caller. The fetch step differs by
 transport mode only (unary ``generateContent`` or ``streamGenerateContent``); both feed the
 same classification, execution and decision steps.
@@ -22,13 +22,14 @@ from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import RetryPolicy, retrying
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
-    Done,
+    DoneEvent,
     Event,
-    Pending,
-    Retry,
-    TextDelta,
-    Thought,
+    PendingEvent,
+    RetryEvent,
+    TextEvent,
+    ThoughtEvent,
     ToolCall,
+    ToolCallEvent,
     ToolResultEvent,
     UsageEvent,
 )
@@ -107,10 +108,10 @@ class Run:
         self.usage = Usage()
         self.turn_usage: list[Usage] = []
         self.tool_calls: list[ToolCallRecord] = []
-        self.retries: list[Retry] = []
+        self.retries: list[RetryEvent] = []
         self.finish_reason: str | None = None
         self.model_version: str | None = None
-        self._fresh_retries: list[Retry] = []
+        self._fresh_retries: list[RetryEvent] = []
         self._reply: _gemini.Reply | None = None
         self._veto: str | None = None
         self._response: Any = None
@@ -121,10 +122,10 @@ class Run:
     # -- the loop ---------------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[Event, None]:
-        """Run to the end, yielding every event; the last one is `Done`."""
+        """Run to the end, yielding every event; the last one is `DoneEvent`."""
         waiting = await self._resume_pending()
         if waiting is not None:
-            yield Pending(*waiting)
+            yield PendingEvent(*waiting)
             yield await self._end(self.result("pending", pending=waiting[0]))
             return
         if self._prompt is not None:
@@ -153,7 +154,7 @@ class Run:
                         yield event
                 pending = self._first_pending()
                 if pending is not None:  # already saved, with the turn
-                    yield Done(self.result("pending", pending=pending))
+                    yield DoneEvent(self.result("pending", pending=pending))
                     return
 
     def _decide(self, reply: _gemini.Reply, kind: Kind, reason: str | None) -> RunResult | None:
@@ -205,8 +206,8 @@ class Run:
         """Count a response's usage; in unary mode also report its text and thoughts."""
         events: list[Event] = [self._count(reply)]
         if not self.streaming:
-            events.extend(Thought(text, self.turns) for text in reply.thoughts)
-            events.extend(TextDelta(text, self.turns) for text in reply.texts)
+            events.extend(ThoughtEvent(text, self.turns) for text in reply.thoughts)
+            events.extend(TextEvent(text, self.turns) for text in reply.texts)
         return events
 
     async def _hook(self, name: str, hook: Callable[..., Any], *args: Any) -> Any:
@@ -316,15 +317,15 @@ class Run:
         async with contextlib.aclosing(chunks):
             async for chunk in chunks:
                 for piece, thought in assembler.add(chunk):
-                    yield Thought(piece, turn) if thought else TextDelta(piece, turn)
+                    yield ThoughtEvent(piece, turn) if thought else TextEvent(piece, turn)
         self._response = assembler.response()
 
     def _on_retry(self, attempt: int, delay: float, info: _gemini.ErrorInfo) -> None:
         info = _gemini.scrubbed(info, _gemini.api_key_of(self.s.client().genai))
-        retry = Retry(attempt, delay, info.code, info.status, self.turns + 1)
+        retry = RetryEvent(attempt, delay, info.code, info.status, self.turns + 1)
         # INFO, not WARNING: a library must not print by itself (Python's last-resort
         # handler shows warnings on stderr when the app set up no logging). Callers see
-        # retries as `Retry` events and in ``result.retries``.
+        # retries as `RetryEvent`s and in ``result.retries``.
         logger.info(
             "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",
             " ".join(str(p) for p in (info.code, info.status) if p is not None),
@@ -346,7 +347,7 @@ class Run:
             ToolCall(call.name, call.args, call.id, self.turns, i) for i, call in enumerate(calls)
         ]
         for call in tool_calls:
-            yield call
+            yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
         futures = [asyncio.ensure_future(self._run_call(call)) for call in tool_calls]
         index = {future: i for i, future in enumerate(futures)}
@@ -374,7 +375,7 @@ class Run:
                 await asyncio.wait(unfinished)
         for call, (_, result) in zip(tool_calls, results, strict=True):
             if result.pending is not None:
-                yield Pending(result.pending, call)
+                yield PendingEvent(result.pending, call)
 
     async def _complete(
         self, calls: Sequence[ToolCall], results: Sequence[tuple[dict[str, Any], ToolResult]]
@@ -456,9 +457,9 @@ class Run:
         if self._save is not None:
             await self._save(self.transcript(), pending)
 
-    async def _end(self, result: RunResult) -> Done:
+    async def _end(self, result: RunResult) -> DoneEvent:
         await self._checkpoint(result.pending)
-        return Done(result)
+        return DoneEvent(result)
 
     def _first_pending(self) -> Request | None:
         for _, request in _gemini.pending_requests(self.contents[-1]):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from agent.events import Retry
+    from agent.events import RetryEvent
     from toolnexus import Request, ToolResult
 
 __all__ = ["Limit", "RunResult", "Status", "ToolCallRecord", "Usage"]
@@ -130,7 +130,7 @@ class RunResult:
     """The model version that answered last (or the model asked for, if none answered)."""
     pending: Request | None = None
     """The `Request` a suspended run waits on."""
-    retries: tuple[Retry, ...] = ()
+    retries: tuple[RetryEvent, ...] = ()
     """Every retried model call, in order."""
 
     def to_dict(self) -> dict[str, Any]:

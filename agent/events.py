@@ -1,19 +1,21 @@
 """Typed events of a run, as yielded by `Agent.stream` (and drained by `Agent.run`).
 
-Every run produces the same sequence whatever the mode: text and thoughts as they arrive,
-a `ToolCall` and a `ToolResultEvent` per function call, `Retry` when a model call is
-retried, `UsageEvent` after each model response, `Pending` when a tool suspends, and exactly
-one final `Done` carrying the `RunResult`.
+Every event class ends in ``Event``. A run yields the same sequence whatever the mode:
+`TextEvent` and `ThoughtEvent` as text arrives, a `ToolCallEvent` and a `ToolResultEvent`
+per function call, `RetryEvent` when a model call is retried, `UsageEvent` after each model
+response, `PendingEvent` when a tool suspends, and exactly one final `DoneEvent` carrying the
+`RunResult`. A function call itself is a `ToolCall` value: the events that concern a call
+carry it as ``.call``, and before-tool and after-tool hooks receive it.
 
 Example::
 
     async for event in agent.stream("List the Python files"):
         match event:
-            case TextDelta(text=text):
+            case TextEvent(text=text):
                 print(text, end="")
-            case ToolCall(name=name, args=args):
-                print(f" -> {name}({args})")
-            case Done(result=result):
+            case ToolCallEvent(call=call):
+                print(f" -> {call.name}({call.args})")
+            case DoneEvent(result=result):
                 print(result.status)
 """
 
@@ -27,37 +29,22 @@ if TYPE_CHECKING:
     from toolnexus import Request, ToolResult
 
 __all__ = [
-    "Done",
+    "DoneEvent",
     "Event",
-    "Pending",
-    "Retry",
-    "TextDelta",
-    "Thought",
+    "PendingEvent",
+    "RetryEvent",
+    "TextEvent",
+    "ThoughtEvent",
     "ToolCall",
+    "ToolCallEvent",
     "ToolResultEvent",
     "UsageEvent",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
-    """Visible model text (a streamed piece, or a whole part in unary mode)."""
-
-    text: str
-    turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class Thought:
-    """Thought-summary text (only sent when the model is asked to include thoughts)."""
-
-    text: str
-    turn: int
-
-
-@dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A function call the model asked for; also what before-tool hooks receive."""
+    """One function call the model asked for (what before-tool and after-tool hooks receive)."""
 
     name: str
     """The tool name as the model sent it."""
@@ -72,15 +59,48 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class TextEvent:
+    """Visible model text (a streamed piece, or a whole part in unary mode)."""
+
+    text: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtEvent:
+    """Thought-summary text (only sent when the model is asked to include thoughts)."""
+
+    text: str
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """The model asked for a function call; the tool is about to run."""
+
+    call: ToolCall
+
+    @property
+    def turn(self) -> int:
+        """The model turn that asked for the call."""
+        return self.call.turn
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultEvent:
     """The result of one function call, as it will be sent back to the model."""
 
     call: ToolCall
     result: ToolResult
 
+    @property
+    def turn(self) -> int:
+        """The model turn that asked for the call."""
+        return self.call.turn
+
 
 @dataclass(frozen=True, slots=True)
-class Pending:
+class PendingEvent:
     """A tool suspended on a `Request` that no ``wait_for`` callable answered."""
 
     request: Request
@@ -88,7 +108,7 @@ class Pending:
 
 
 @dataclass(frozen=True, slots=True)
-class Retry:
+class RetryEvent:
     """A model call failed and will be tried again after ``delay`` seconds."""
 
     attempt: int
@@ -123,11 +143,20 @@ class UsageEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class Done:
+class DoneEvent:
     """The run ended; always the last event."""
 
     result: RunResult
 
 
-Event = TextDelta | Thought | ToolCall | ToolResultEvent | Pending | Retry | UsageEvent | Done
+Event = (
+    TextEvent
+    | ThoughtEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | PendingEvent
+    | RetryEvent
+    | UsageEvent
+    | DoneEvent
+)
 """Any event of a run."""

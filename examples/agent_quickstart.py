@@ -18,7 +18,7 @@ from typing import Literal
 
 import toolnexus as tn
 from agent import Agent
-from agent.events import Done, TextDelta, ToolCall, ToolResultEvent
+from agent.events import DoneEvent, TextEvent, ToolCallEvent, ToolResultEvent
 
 HERE = Path(__file__).resolve().parent
 
@@ -64,14 +64,14 @@ async def main() -> None:
 
     prompt = "Use the hello-world skill, then tell me the weather in Paris."
     async for event in agent.stream(prompt):
-        if isinstance(event, ToolCall):
-            print(f"-> {event.name}({event.args})")
+        if isinstance(event, ToolCallEvent):
+            print(f"-> {event.call.name}({event.call.args})")
         elif isinstance(event, ToolResultEvent):
             first_line = event.result.output.splitlines()[0] if event.result.output else ""
             print(f"<- {event.call.name}: {first_line}")
-        elif isinstance(event, TextDelta):
+        elif isinstance(event, TextEvent):
             print(event.text, end="")
-        elif isinstance(event, Done):
+        elif isinstance(event, DoneEvent):
             result = event.result
             print(f"\n[{result.status}] {result.turns} turns, {result.usage.total} tokens")
     await agent.aclose()

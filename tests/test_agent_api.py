@@ -66,7 +66,7 @@ def test_exception_tree():
 def test_event_and_hook_modules():
     assert sorted(agent.events.__all__) == agent.events.__all__
     assert sorted(agent.hooks.__all__) == agent.hooks.__all__
-    assert "Done" in agent.events.__all__
+    assert "DoneEvent" in agent.events.__all__
 
 
 def test_hook_errors_are_run_errors():

@@ -63,7 +63,7 @@ class Request(TypedDict):
     """Where the human can act (an approval page, say)."""
     data: NotRequired[Any]
     """Structured details for a UI (the questions and their options, say)."""
-    expiresAt: NotRequired[str]
+    expires_at: NotRequired[str]
     """ISO-8601 time after which the request is void."""
 
 

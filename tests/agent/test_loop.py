@@ -13,7 +13,7 @@ import pytest
 import respx
 
 from agent import Agent, ConfigurationError, Hooks, ToolDeclarationWarning, _gemini
-from agent.events import Done, TextDelta, ToolCall, ToolResultEvent, UsageEvent
+from agent.events import DoneEvent, TextEvent, ToolCallEvent, ToolResultEvent, UsageEvent
 from tests.agent._loop_support import (
     KEY,
     Script,
@@ -286,17 +286,17 @@ async def test_stream_yields_typed_events_from_the_same_loop(http, mock):
     kinds = [type(e).__name__ for e in events]
     assert kinds == [
         "UsageEvent",
-        "ToolCall",
+        "ToolCallEvent",
         "ToolResultEvent",
-        "TextDelta",
+        "TextEvent",
         "UsageEvent",
-        "Done",
+        "DoneEvent",
     ]
-    assert isinstance(events[1], ToolCall) and events[1].id == "1"
+    assert isinstance(events[1], ToolCallEvent) and events[1].call.id == "1"
     assert isinstance(events[2], ToolResultEvent) and events[2].result.output == "echo:a"
-    assert isinstance(events[3], TextDelta) and events[3].text == "bye"
+    assert isinstance(events[3], TextEvent) and events[3].text == "bye"
     assert isinstance(events[4], UsageEvent) and events[4].total.total == 2
-    assert isinstance(events[-1], Done) and events[-1].result.status == "completed"
+    assert isinstance(events[-1], DoneEvent) and events[-1].result.status == "completed"
 
 
 async def test_run_emits_the_same_event_kinds_in_unary_mode(http, mock):

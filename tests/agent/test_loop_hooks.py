@@ -11,7 +11,7 @@ import pytest
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, ModelRequest, Veto
 from agent.errors import HookError
-from agent.events import Done, Pending, UsageEvent
+from agent.events import DoneEvent, PendingEvent, UsageEvent
 from tests.agent._loop_support import (
     Script,
     call,
@@ -115,7 +115,7 @@ async def test_an_after_model_veto_still_counts_the_billed_turn(http, mock):
     assert (result.usage.prompt, result.usage.candidates, result.usage.total) == (10, 5, 15)
     assert result.turn_usage == (result.usage,)
     # Streamed text was shown as it came; then the turn is counted and the run ends.
-    assert [type(event) for event in events[-2:]] == [UsageEvent, Done]
+    assert [type(event) for event in events[-2:]] == [UsageEvent, DoneEvent]
     assert events[-2].total == result.usage
     assert result.text == ""  # the vetoed reply is not kept
     assert len(result.contents) == 1
@@ -165,9 +165,9 @@ async def test_without_wait_for_the_run_suspends_and_resumes_in_a_fresh_agent(ht
     )
     tk = tn.build(root=tmp_path, tools=list(echo_toolkit()))
     events = [e async for e in make_agent(http, tk).stream("deploy?")]
-    pending_events = [e for e in events if isinstance(e, Pending)]
+    pending_events = [e for e in events if isinstance(e, PendingEvent)]
     assert len(pending_events) == 1
-    first = events[-1].result if isinstance(events[-1], Done) else None
+    first = events[-1].result if isinstance(events[-1], DoneEvent) else None
     assert first is not None
     assert first.status == "pending"
     assert first.pending is not None and first.pending["kind"] == "question"
@@ -257,7 +257,7 @@ async def test_a_raising_wait_for_becomes_a_hook_error_in_a_stream(http, mock, t
     assert info.value.hook == "wait_for"
     assert isinstance(info.value.__cause__, PolicyBug)
     assert info.value.result.turns == 1
-    assert not any(isinstance(event, Done) for event in seen)
+    assert not any(isinstance(event, DoneEvent) for event in seen)
 
 
 async def test_cancellation_inside_a_hook_is_not_wrapped(http, mock):

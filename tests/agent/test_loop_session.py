@@ -14,7 +14,7 @@ import toolnexus as tn
 from agent import ConfigurationError, Hooks, MemoryStore, ModelError, SessionBusyError, SqliteStore
 from agent._store import Transcript
 from agent.errors import HookError
-from agent.events import Pending, ToolResultEvent
+from agent.events import PendingEvent, ToolResultEvent
 from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text
 
 
@@ -230,7 +230,7 @@ async def test_a_stream_stopped_at_a_turns_last_event_has_saved_that_turn(http, 
     store = MemoryStore()
     agent = make_agent(http, echo_toolkit(*tn.build(root=tmp_path)), store=store)
     stops = []
-    for stop_at in (ToolResultEvent, Pending):
+    for stop_at in (ToolResultEvent, PendingEvent):
         async with contextlib.aclosing(agent.stream("go", session=stop_at.__name__)) as events:
             async for event in events:
                 if isinstance(event, stop_at):
@@ -239,7 +239,7 @@ async def test_a_stream_stopped_at_a_turns_last_event_has_saved_that_turn(http, 
         saved = await store.get(stop_at.__name__)
         assert saved is not None
         assert roles(saved.contents) == ["user", "model", "user"]
-        if stop_at is Pending:  # the consumer left at the question: it still waits, saved
+        if stop_at is PendingEvent:  # the consumer left at the question: it still waits, saved
             assert saved.pending is not None
             assert saved.pending["request"]["id"] == stops[-1].request["id"]
     assert len(stops) == 2

@@ -6,12 +6,12 @@ from typing import Any
 
 from agent import Agent, RetryPolicy
 from agent.events import (
-    Done,
+    DoneEvent,
     Event,
-    Retry,
-    TextDelta,
-    Thought,
-    ToolCall,
+    RetryEvent,
+    TextEvent,
+    ThoughtEvent,
+    ToolCallEvent,
     ToolResultEvent,
     UsageEvent,
 )
@@ -38,7 +38,7 @@ async def collect(agent: Agent, prompt: str | None = "go", **kw: Any) -> list[Ev
 
 def done(events: list[Event]) -> Any:
     last = events[-1]
-    assert isinstance(last, Done)
+    assert isinstance(last, DoneEvent)
     return last.result
 
 
@@ -59,8 +59,8 @@ async def test_text_arrives_in_pieces_and_is_assembled(http, mock):
     )
     events = await collect(make_agent(http))
     assert script.kinds == ["stream"]
-    pieces = [(type(e).__name__, e.text) for e in events if isinstance(e, TextDelta | Thought)]
-    assert pieces == [("Thought", "Thinking"), ("TextDelta", "Hello, "), ("TextDelta", "world.")]
+    pieces = [(type(e).__name__, e.text) for e in events if isinstance(e, TextEvent | ThoughtEvent)]
+    assert pieces == [("ThoughtEvent", "Thinking"), ("TextEvent", "Hello, "), ("TextEvent", "world.")]
     result = done(events)
     assert result.status == "completed"
     assert result.text == "Hello, world."
@@ -93,7 +93,7 @@ async def test_calls_across_chunks_run_together_and_are_echoed_exactly(http, moc
     events = await collect(make_agent(http, echo_toolkit()))
     result = done(events)
     assert result.status == "completed"
-    assert [e.id for e in events if isinstance(e, ToolCall)] == ["c1", "c2", "c3"]
+    assert [e.call.id for e in events if isinstance(e, ToolCallEvent)] == ["c1", "c2", "c3"]
     sent = script.contents(1)
     assert sent[1]["role"] == "model"
     assert sent[1]["parts"][0] == {"text": "Checking."}
@@ -180,7 +180,7 @@ async def test_an_error_before_the_stream_is_retried(http, mock):
     sleeps = Sleeps()
     Script(mock, [api_error(503, "UNAVAILABLE", "busy"), [chunk(text("ok"), finish="STOP")]])
     events = await collect(make_agent(http, sleeps=sleeps))
-    assert [(e.attempt, e.code) for e in events if isinstance(e, Retry)] == [(1, 503)]
+    assert [(e.attempt, e.code) for e in events if isinstance(e, RetryEvent)] == [(1, 503)]
     assert done(events).text == "ok"
     assert sleeps.waits == [1.0]
 
@@ -193,7 +193,7 @@ async def test_a_mid_stream_error_is_retried_and_voids_the_partial_turn(http, mo
     Script(mock, [broken, [chunk(text("A whole answer."), finish="STOP")]])
     events = await collect(make_agent(http))
     kinds = [type(e).__name__ for e in events]
-    assert kinds == ["TextDelta", "Retry", "TextDelta", "UsageEvent", "Done"]
+    assert kinds == ["TextEvent", "RetryEvent", "TextEvent", "UsageEvent", "DoneEvent"]
     result = done(events)
     assert result.text == "A whole answer."
     assert result.contents[-1] == {"role": "model", "parts": [{"text": "A whole answer."}]}
@@ -225,7 +225,7 @@ async def test_stream_against_the_strict_fake(tmp_path):
     assert result.status == "completed", [r.error for r in fake.requests]
     assert [r.kind for r in fake.requests] == ["stream", "stream", "stream"]
     assert fake.requests[2].function_responses[1]["response"]["output"] == "echo:b"
-    assert any(isinstance(e, Retry) for e in events)
+    assert any(isinstance(e, RetryEvent) for e in events)
     fake.assert_consumed()
 
 

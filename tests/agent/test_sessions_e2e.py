@@ -33,7 +33,7 @@ from agent import (
     SqliteStore,
 )
 from agent.errors import HookError
-from agent.events import Done
+from agent.events import DoneEvent
 from agent.testing import FakeGemini, error, function_call
 from agent.testing._signatures import SignatureBook, decode_signature
 from toolnexus import Tool, Toolkit, toolkit
@@ -124,7 +124,7 @@ async def test_a_session_continues_over_three_agents_on_one_file(tmp_path: Path)
             if n == 1:
                 events = [e async for e in agent.stream(prompt, session="conv")]
                 last = events[-1]
-                assert isinstance(last, Done)
+                assert isinstance(last, DoneEvent)
                 result = last.result
             else:
                 result = await agent.run(prompt, session="conv")
@@ -410,7 +410,7 @@ async def test_concurrent_sessions_do_not_interfere(tmp_path: Path) -> None:
         async def streamed(prompt: str, session: str) -> RunResult:
             events = [event async for event in agent.stream(prompt, session=session)]
             last = events[-1]
-            assert isinstance(last, Done)
+            assert isinstance(last, DoneEvent)
             return last.result
 
         # First round with run, second with stream: both interleave freely on one loop.

@@ -11,13 +11,13 @@ from typing import Any
 
 from agent import Agent, RetryPolicy
 from agent.events import (
-    Done,
+    DoneEvent,
     Event,
-    Pending,
-    Retry,
-    TextDelta,
-    Thought,
-    ToolCall,
+    PendingEvent,
+    RetryEvent,
+    TextEvent,
+    ThoughtEvent,
+    ToolCallEvent,
     ToolResultEvent,
     UsageEvent,
 )
@@ -47,17 +47,17 @@ def make_agent(fake: FakeGemini, tk: Toolkit | None = None) -> Agent:
 
 
 def turn_of(event: Event) -> int:
-    if isinstance(event, ToolResultEvent | Pending):
+    if isinstance(event, ToolResultEvent | PendingEvent):
         return event.call.turn
-    if isinstance(event, Done):
+    if isinstance(event, DoneEvent):
         return 0
     return event.turn
 
 
 def check_order(events: list[Event], turns: int) -> None:
     """Fail unless ``events`` is a valid run: see the assertions for the rules."""
-    assert [type(e) for e in events].count(Done) == 1
-    assert isinstance(events[-1], Done)
+    assert [type(e) for e in events].count(DoneEvent) == 1
+    assert isinstance(events[-1], DoneEvent)
     numbered = [(turn_of(e), e) for e in events[:-1]]
     # Turns never go back: every event of turn t comes before any event of turn t + 1.
     sequence = [t for t, _ in numbered]
@@ -68,15 +68,16 @@ def check_order(events: list[Event], turns: int) -> None:
         usage = [i for i, e in enumerate(of_turn) if isinstance(e, UsageEvent)]
         assert len(usage) == 1, f"turn {t}: {len(usage)} UsageEvents"
         # Usage follows all of the turn's text (it is taken from the final chunk).
-        texts = [i for i, e in enumerate(of_turn) if isinstance(e, TextDelta | Thought)]
+        texts = [i for i, e in enumerate(of_turn) if isinstance(e, TextEvent | ThoughtEvent)]
         assert all(i < usage[0] for i in texts), f"turn {t}: text after usage"
         # Every result follows its own call, once.
-        calls = [e for e in of_turn if isinstance(e, ToolCall)]
+        call_events = [e for e in of_turn if isinstance(e, ToolCallEvent)]
+        calls = [e.call for e in call_events]
         results = [e for e in of_turn if isinstance(e, ToolResultEvent)]
         assert sorted(r.call.index for r in results) == [c.index for c in calls]
         for r in results:
             assert r.call in calls
-            assert of_turn.index(calls[r.call.index]) < of_turn.index(r)
+            assert of_turn.index(call_events[r.call.index]) < of_turn.index(r)
         assert [c.index for c in calls] == list(range(len(calls)))
 
 
@@ -100,7 +101,7 @@ async def test_stream_events_are_ordered_and_done_equals_run() -> None:
     events = [event async for event in make_agent(streamed_fake).stream("Look up a, b, c.")]
     check_order(events, turns=3)
     done = events[-1]
-    assert isinstance(done, Done)
+    assert isinstance(done, DoneEvent)
     ran = await make_agent(run_fake).run("Look up a, b, c.")
     streamed_fake.assert_consumed()
     run_fake.assert_consumed()
@@ -113,16 +114,16 @@ async def test_stream_events_are_ordered_and_done_equals_run() -> None:
     # Both modes sent the very same conversation on every turn.
     assert [r.contents for r in streamed_fake.requests] == [r.contents for r in run_fake.requests]
     # The events tell the same story as the result.
-    calls = [(e.name, e.args, e.id, e.turn) for e in events if isinstance(e, ToolCall)]
+    calls = [(e.call.name, e.call.args, e.call.id, e.call.turn) for e in events if isinstance(e, ToolCallEvent)]
     assert calls == [(c.name, c.args, c.id, c.turn) for c in ran.tool_calls]
     outputs = [e.result.output for e in events if isinstance(e, ToolResultEvent)]
     assert outputs == ["echo:a", "echo:b", "echo:c"]
     usages = [e for e in events if isinstance(e, UsageEvent)]
     assert tuple(u.usage for u in usages) == ran.turn_usage
     assert usages[-1].total == ran.usage
-    thoughts = [e.text for e in events if isinstance(e, Thought)]
+    thoughts = [e.text for e in events if isinstance(e, ThoughtEvent)]
     assert "".join(thoughts) == "Two lookups needed."
-    texts_3 = "".join(e.text for e in events if isinstance(e, TextDelta) and e.turn == 3)
+    texts_3 = "".join(e.text for e in events if isinstance(e, TextEvent) and e.turn == 3)
     assert texts_3 == "They say a, b and c."
 
 
@@ -152,17 +153,17 @@ async def test_stream_parallel_calls_with_a_503_between_turns() -> None:
     assert [r.status for r in fake.requests] == [200, 503, 200], [r.error for r in fake.requests]
     check_order(events, turns=2)
     last = events[-1]
-    assert isinstance(last, Done)
+    assert isinstance(last, DoneEvent)
     result = last.result
     assert result.status == "completed"
     assert result.text == "Met both."
-    # The Retry comes after turn 1's results and before anything of turn 2's answer.
+    # The RetryEvent comes after turn 1's results and before anything of turn 2's answer.
     kinds = [type(e).__name__ for e in events]
-    retry_at = kinds.index("Retry")
+    retry_at = kinds.index("RetryEvent")
     assert kinds[:retry_at].count("ToolResultEvent") == 2
-    assert all(k in ("TextDelta", "UsageEvent", "Done") for k in kinds[retry_at + 1 :])
+    assert all(k in ("TextEvent", "UsageEvent", "DoneEvent") for k in kinds[retry_at + 1 :])
     retry = events[retry_at]
-    assert isinstance(retry, Retry)
+    assert isinstance(retry, RetryEvent)
     assert (retry.attempt, retry.code, retry.status, retry.turn) == (1, 503, "UNAVAILABLE", 2)
     assert result.retries == (retry,)
     # The retried request is the failed one again, and well-formed: both answers in one
