@@ -42,7 +42,7 @@ MODULES = {
     "toolnexus.tool": [
         "Answer",
         "ArgumentError",
-        "ExecuteFn",
+        "Handler",
         "Request",
         "Tool",
         "ToolContext",

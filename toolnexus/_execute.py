@@ -132,7 +132,7 @@ os.register_at_fork(after_in_child=_reset_workers_after_fork)
 
 
 async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    """Run a sync execute callable on a worker thread and await its outcome."""
+    """Run a sync handler on a worker thread and await its outcome."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[object] = loop.create_future()
     context = contextvars.copy_context()
@@ -141,7 +141,7 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
         value: object = None
         error: BaseException | None = None
         try:
-            value = context.run(tool.execute, args, ctx)
+            value = context.run(tool.handler, args, ctx)
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) or _passes_through(exc) else _Escaped(exc)
         # A closed loop means the caller gave up on this call long ago.
@@ -153,8 +153,8 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
 
 
 async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    if inspect.iscoroutinefunction(tool.execute):
-        value: object = await tool.execute(args, ctx)
+    if inspect.iscoroutinefunction(tool.handler):
+        value: object = await tool.handler(args, ctx)
     else:
         value = await _in_thread(tool, args, ctx)
         if inspect.isawaitable(value):

@@ -405,7 +405,7 @@ def _make_tool(
     runner = _async_runner(fn, spec) if _is_async(fn) else _sync_runner(fn, spec)
     return Tool(
         name=tool_name,
-        execute=runner,
+        handler=runner,
         description=summary if description is None else description,
         input_schema=_LazySchema(spec),
         source="native",

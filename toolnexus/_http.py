@@ -67,7 +67,7 @@ def _query_value(value: Any) -> str | list[str]:
 
 
 class _HttpCall:
-    """The execute callable of one HTTP tool (async; one short-lived client per call)."""
+    """The handler of one HTTP tool (async; one short-lived client per call)."""
 
     def __init__(
         self,

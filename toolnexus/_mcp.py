@@ -412,13 +412,13 @@ class McpServers:
         remote_name: str = remote.name
         timeout = server.config.timeout
 
-        async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             return await self._on_owner_loop(lambda: server.call(remote_name, args), timeout)
 
         schema = dict(remote.input_schema or {"type": "object"})
         return Tool(
             f"{sanitize(server.config.name)}_{sanitize(remote_name)}",
-            execute,
+            handler,
             remote.description or getattr(remote, "title", None) or "",
             schema,
             source="mcp",

@@ -1,8 +1,9 @@
 """Tools as data: `Tool`, `ToolResult`, `ToolContext`, `Toolkit` and `toolkit()`.
 
 A tool is a name, a description, a JSON-Schema object for its input, the source it came
-from and an execute callable. Everything a model can get wrong comes back as a
-`ToolResult` with ``is_error=True``; nothing here talks to a model provider.
+from and a handler: the callable that does the work, which may raise. `toolnexus.execute`
+runs a handler safely: everything a model can get wrong comes back as a `ToolResult` with
+``is_error=True``. Nothing here talks to a model provider.
 
 Example::
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "ArgumentError",
-    "ExecuteFn",
+    "Handler",
     "Request",
     "Tool",
     "ToolContext",
@@ -97,7 +98,7 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool's execute callable receives besides its arguments."""
+    """What a tool's handler receives besides its arguments."""
 
     timeout: float | None = None
     """Seconds the call may run before `execute` gives up on it (``None``: no limit)."""
@@ -117,8 +118,10 @@ class ArgumentError(ToolError):
     """The arguments did not fit the tool's input schema; the message lists each problem."""
 
 
-ExecuteFn = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]
-"""``execute(args, context)``: sync or async; returns the output text or a `ToolResult`."""
+Handler = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]
+"""``handler(args, context)``: sync or async; returns the output text or a `ToolResult`.
+
+It may raise: `toolnexus.execute` turns whatever it raises into an error result."""
 
 Validator = Callable[[Any], dict[str, Any]]
 """Checks raw arguments and returns the ones to call with; raises `ArgumentError`."""
@@ -130,14 +133,14 @@ def _default_schema() -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool: name, execute callable, description, input schema and source.
+    """One tool: name, handler, description, input schema and source.
 
     ``name`` is sanitised to ``[a-zA-Z0-9_-]``. ``validate``, when set, runs before
-    ``execute`` and turns bad arguments into an error result that names the field.
+    ``handler`` and turns bad arguments into an error result that names the field.
     """
 
     name: str
-    execute: ExecuteFn
+    handler: Handler
     description: str = ""
     input_schema: Mapping[str, Any] = field(default_factory=_default_schema)
     source: str = "native"

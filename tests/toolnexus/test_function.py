@@ -680,7 +680,7 @@ async def test_sync_function_runs_in_a_worker_thread() -> None:
         return "done"
 
     tool = define_tool(fn)
-    assert not asyncio.iscoroutinefunction(tool.execute)
+    assert not asyncio.iscoroutinefunction(tool.handler)
     result = await tn.execute_async(tn.toolkit([tool]), "fn")
     assert result == ToolResult("done")
     assert seen and seen[0] != loop_thread
@@ -696,7 +696,7 @@ async def test_async_function_runs_on_the_loop() -> None:
         return x * 2
 
     tool = define_tool(fn)
-    assert asyncio.iscoroutinefunction(tool.execute)
+    assert asyncio.iscoroutinefunction(tool.handler)
     assert await tn.execute_async(tn.toolkit([tool]), "fn", {"x": "21"}) == ToolResult("42")
     assert seen == [loop_thread]
 

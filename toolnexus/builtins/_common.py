@@ -37,8 +37,8 @@ MAX_PATH = 4096
 
 _SHOWN_DIGITS = 20
 
-SyncExecute = Callable[[dict[str, Any], ToolContext], str | ToolResult]
-AsyncExecute = Callable[[dict[str, Any], ToolContext], Awaitable[str | ToolResult]]
+SyncHandler = Callable[[dict[str, Any], ToolContext], str | ToolResult]
+AsyncHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str | ToolResult]]
 
 
 def clip(text: str, most: int, note: str = "... [line cut at {most} characters]") -> str:
@@ -57,16 +57,16 @@ def os_error(exc: OSError) -> ToolError:
 
 
 def builtin_tool(
-    name: str, execute: SyncExecute | AsyncExecute, description: str, schema: Mapping[str, Any]
+    name: str, handler: SyncHandler | AsyncHandler, description: str, schema: Mapping[str, Any]
 ) -> Tool:
     """Build the built-in `Tool` ``name``: schema copied, arguments validated against it."""
     own_schema = copy.deepcopy(dict(schema))
     guarded: Any
-    if inspect.iscoroutinefunction(execute):
+    if inspect.iscoroutinefunction(handler):
 
         async def guarded(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
             try:
-                result: str | ToolResult = await execute(args, ctx)
+                result: str | ToolResult = await handler(args, ctx)
             except OSError as exc:
                 raise os_error(exc) from None
             return result
@@ -75,7 +75,7 @@ def builtin_tool(
 
         def guarded(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
             try:
-                result: str | ToolResult = execute(args, ctx)  # type: ignore[assignment]
+                result: str | ToolResult = handler(args, ctx)  # type: ignore[assignment]
             except OSError as exc:
                 raise os_error(exc) from None
             return result

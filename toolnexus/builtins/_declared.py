@@ -3,7 +3,7 @@
 Each built-in is declared here by name, description and input schema (the shared
 contract), with the ``module:factory`` that implements it. Importing this module fills
 the `BUILTINS` registry with light factories: the `Tool` they return carries the real
-description, schema and validator, and its execute callable imports the implementation
+description, schema and validator, and its handler imports the implementation
 module on the first call. So `toolnexus.build` stays fast; the file, shell, search and web
 code (and what it imports) loads only when a built-in first runs.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from toolnexus._registry import BuiltinFactory, BuiltinSettings, Limits, register
 from toolnexus._schema import schema_validator
-from toolnexus.tool import ExecuteFn, Tool, ToolContext, ToolResult
+from toolnexus.tool import Handler, Tool, ToolContext, ToolResult
 
 __all__ = ["GENERATED_DIRS", "WEBFETCH_FORMATS", "description", "input_schema"]
 
@@ -258,7 +258,7 @@ def _generated_list() -> str:
     return ", ".join(sorted(GENERATED_DIRS, key=lambda name: (name.lstrip("._"), name)))
 
 
-# name: (description, schema, "module:factory" of the implementation, execute is async)
+# name: (description, schema, "module:factory" of the implementation, handler is async)
 _DECLARED: dict[str, tuple[str, dict[str, Any], str, bool]] = {
     "read": (_READ, _READ_SCHEMA, "_files:read_tool", False),
     "write": (_WRITE, _WRITE_SCHEMA, "_files:write_tool", False),
@@ -303,33 +303,33 @@ def input_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def _lazy_execute(name: str, settings: BuiltinSettings) -> ExecuteFn:
-    """Return an execute callable that builds the real tool on its first call, then delegates."""
+def _lazy_handler(name: str, settings: BuiltinSettings) -> Handler:
+    """Return a handler that builds the real tool on its first call, then delegates."""
     target, is_async = _DECLARED[name][2:]
     module, _, factory = target.partition(":")
-    real: list[ExecuteFn] = []
+    real: list[Handler] = []
 
-    def resolve() -> ExecuteFn:
+    def resolve() -> Handler:
         if not real:  # two racing first calls build two equal tools; either is fine
             built: Tool = getattr(importlib.import_module(f".{module}", __package__), factory)(
                 settings
             )
-            real.append(built.execute)
+            real.append(built.handler)
         return real[0]
 
     if is_async:
 
-        async def execute_async(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
+        async def handler_async(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
             result: str | ToolResult = await resolve()(args, ctx)  # type: ignore[misc]
             return result
 
-        return execute_async
+        return handler_async
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
         result: str | ToolResult = resolve()(args, ctx)  # type: ignore[assignment]
         return result
 
-    return execute
+    return handler
 
 
 def _factory(name: str) -> BuiltinFactory:
@@ -337,7 +337,7 @@ def _factory(name: str) -> BuiltinFactory:
         schema = input_schema(name)
         return Tool(
             name,
-            _lazy_execute(name, settings),
+            _lazy_handler(name, settings),
             description(name, settings.limits),
             schema,
             "builtin",

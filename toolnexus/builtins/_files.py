@@ -197,7 +197,7 @@ def read_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``read`` tool for ``settings``' workspace."""
     ws, limits = Workspace(settings), settings.limits
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         offset = whole_number(args, "offset", 1, _MOST_LINES)
         limit = whole_number(args, "limit", limits.read_lines, _MOST_LINES)
         path = _resolve(ws, args["path"])
@@ -208,7 +208,7 @@ def read_tool(settings: BuiltinSettings) -> Tool:
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
 
-    return builtin_tool("read", execute, description("read", limits), input_schema("read"))
+    return builtin_tool("read", handler, description("read", limits), input_schema("read"))
 
 
 # -- write ------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def write_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``write`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         path = _resolve(ws, args["path"], write=True)
         shown = ws.display(path)
         content: str = args["content"]
@@ -254,7 +254,7 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
     return builtin_tool(
-        "write", execute, description("write", settings.limits), input_schema("write")
+        "write", handler, description("write", settings.limits), input_schema("write")
     )
 
 
@@ -315,7 +315,7 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``edit`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         old: str = args["oldString"]
         new: str = args["newString"]
         if not old:
@@ -332,7 +332,7 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
             _write(path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
-    return builtin_tool("edit", execute, description("edit", settings.limits), input_schema("edit"))
+    return builtin_tool("edit", handler, description("edit", settings.limits), input_schema("edit"))
 
 
 # -- apply_patch ------------------------------------------------------------------------
@@ -409,7 +409,7 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``apply_patch`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
         # The patch engine is loaded by the first patch: building a toolkit stays fast.
         from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 
@@ -437,7 +437,7 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
 
     return builtin_tool(
         "apply_patch",
-        execute,
+        handler,
         description("apply_patch", settings.limits),
         input_schema("apply_patch"),
     )

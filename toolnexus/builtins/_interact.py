@@ -97,7 +97,7 @@ def _new_id() -> str:
 def question_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         questions: list[dict[str, Any]] = args["questions"]
         _check_questions(questions)
         if ctx.answer is not None:
@@ -115,7 +115,7 @@ def question_tool(settings: BuiltinSettings) -> Tool:
         )
 
     return builtin_tool(
-        "question", execute, description("question", settings.limits), input_schema("question")
+        "question", handler, description("question", settings.limits), input_schema("question")
     )
 
 
@@ -150,7 +150,7 @@ def _check_todos(todos: list[dict[str, Any]]) -> None:
 def todowrite_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``todowrite`` tool: stateless, each call replaces and renders the list."""
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         todos: list[dict[str, Any]] = args["todos"]
         _check_todos(todos)
         if not todos:
@@ -158,5 +158,5 @@ def todowrite_tool(settings: BuiltinSettings) -> Tool:
         return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
 
     return builtin_tool(
-        "todowrite", execute, description("todowrite", settings.limits), input_schema("todowrite")
+        "todowrite", handler, description("todowrite", settings.limits), input_schema("todowrite")
     )

@@ -219,10 +219,10 @@ def _search_tool(
 ) -> Tool:
     workspace = Workspace(settings)
 
-    def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(run(settings, workspace, args))
 
-    return builtin_tool(name, execute, description(name, settings.limits), input_schema(name))
+    return builtin_tool(name, handler, description(name, settings.limits), input_schema(name))
 
 
 def grep_tool(settings: BuiltinSettings) -> Tool:

@@ -249,7 +249,7 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``bash`` tool; commands run in ``settings.root`` unless ``workdir`` says."""
     workspace = Workspace(settings)
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args["command"]
         if not command.strip():
             raise ToolError("Invalid arguments: `command` is empty.")
@@ -267,4 +267,4 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings)
 
-    return builtin_tool("bash", execute, description("bash", settings.limits), input_schema("bash"))
+    return builtin_tool("bash", handler, description("bash", settings.limits), input_schema("bash"))

@@ -199,9 +199,9 @@ async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
 def webfetch_tool(settings: BuiltinSettings) -> Tool:
     """Build the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _fetch(settings, args)
 
     return builtin_tool(
-        "webfetch", execute, description("webfetch", settings.limits), input_schema("webfetch")
+        "webfetch", handler, description("webfetch", settings.limits), input_schema("webfetch")
     )
