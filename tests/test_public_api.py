@@ -9,6 +9,7 @@ import pytest
 TOOLNEXUS_ALL = [
     "Answer",
     "ArgumentError",
+    "ConfigError",
     "Limits",
     "McpConfigError",
     "McpServerStatus",
@@ -21,6 +22,7 @@ TOOLNEXUS_ALL = [
     "ToolError",
     "ToolResult",
     "Toolkit",
+    "ToolnexusError",
     "build",
     "build_async",
     "define_tool",
@@ -53,6 +55,13 @@ MODULES = {
         "toolkit",
     ],
     "toolnexus.adapter": ["to_anthropic", "to_gemini", "to_openai"],
+    "toolnexus.errors": [
+        "ArgumentError",
+        "ConfigError",
+        "McpConfigError",
+        "ToolError",
+        "ToolnexusError",
+    ],
 }
 
 
@@ -68,6 +77,7 @@ def test_all_is_pinned_sorted_and_importable(module_name: str) -> None:
 def test_top_level_reexports_are_the_same_objects() -> None:
     import toolnexus
     import toolnexus.adapter
+    import toolnexus.errors
     import toolnexus.tool
 
     for name in MODULES["toolnexus.tool"]:
@@ -75,6 +85,17 @@ def test_top_level_reexports_are_the_same_objects() -> None:
             assert getattr(toolnexus, name) is getattr(toolnexus.tool, name)
     for name in MODULES["toolnexus.adapter"]:
         assert getattr(toolnexus, name) is getattr(toolnexus.adapter, name)
+    for name in MODULES["toolnexus.errors"]:
+        assert getattr(toolnexus, name) is getattr(toolnexus.errors, name)
+
+
+def test_every_toolnexus_exception_is_under_the_root() -> None:
+    import toolnexus
+
+    exported = [getattr(toolnexus, name) for name in toolnexus.__all__]
+    errors = [x for x in exported if isinstance(x, type) and issubclass(x, BaseException)]
+    assert {e.__name__ for e in errors} == set(MODULES["toolnexus.errors"])
+    assert all(issubclass(e, toolnexus.ToolnexusError) for e in errors)
 
 
 def test_star_import_gives_exactly_all() -> None:

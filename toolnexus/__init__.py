@@ -19,13 +19,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from toolnexus.errors import (
+    ArgumentError,
+    ConfigError,
+    McpConfigError,
+    ToolError,
+    ToolnexusError,
+)
 from toolnexus.tool import (
     Answer,
-    ArgumentError,
     Request,
     Tool,
     ToolContext,
-    ToolError,
     Toolkit,
     ToolResult,
     sanitize,
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from toolnexus._execute import execute, execute_async
     from toolnexus._function import define_tool
     from toolnexus._http import http_tool
-    from toolnexus._mcp import McpConfigError, McpServerStatus, mcp_status
+    from toolnexus._mcp import McpServerStatus, mcp_status
     from toolnexus._registry import Limits
     from toolnexus._skills import (
         Skill,
@@ -55,7 +60,6 @@ _LAZY = {
     "execute_async": "toolnexus._execute",
     "define_tool": "toolnexus._function",
     "http_tool": "toolnexus._http",
-    "McpConfigError": "toolnexus._mcp",
     "McpServerStatus": "toolnexus._mcp",
     "mcp_status": "toolnexus._mcp",
     "Limits": "toolnexus._registry",
@@ -86,6 +90,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Answer",
     "ArgumentError",
+    "ConfigError",
     "Limits",
     "McpConfigError",
     "McpServerStatus",
@@ -98,6 +103,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "Toolkit",
+    "ToolnexusError",
     "build",
     "build_async",
     "define_tool",

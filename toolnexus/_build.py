@@ -10,6 +10,7 @@ from typing import Any
 
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
 from toolnexus._skills import Skill, found_skills, skill_tool
+from toolnexus.errors import ConfigError
 from toolnexus.tool import Resource, Tool, Toolkit
 
 __all__ = ["build", "build_async"]
@@ -36,31 +37,31 @@ def _builtin_names(option: BuiltinsOption) -> list[str]:
     if option is False:
         return []
     if not isinstance(option, Mapping):
-        raise TypeError(f"builtins must be a bool or a mapping, not {type(option).__name__}")
+        raise ConfigError(f"builtins must be a bool or a mapping, not {type(option).__name__}")
     unknown_keys = set(option) - {"disabled", "enabled", "tools"}
     if unknown_keys:
-        raise ValueError(f"unknown builtins option(s): {', '.join(sorted(unknown_keys))}")
+        raise ConfigError(f"unknown builtins option(s): {', '.join(sorted(unknown_keys))}")
     for key in ("disabled", "enabled"):
         if key in option and not isinstance(option[key], bool):
-            raise TypeError(
+            raise ConfigError(
                 f"builtins[{key!r}] must be true or false, not {type(option[key]).__name__}"
             )
     if option.get("disabled") is True or option.get("enabled") is False:
         return []
     per_tool: Mapping[str, bool] = option.get("tools") or {}
     if not isinstance(per_tool, Mapping):
-        raise TypeError(
+        raise ConfigError(
             "builtins['tools'] must be a mapping of tool name to true/false, "
             f"not {type(per_tool).__name__}"
         )
     for name, on in per_tool.items():
         if not isinstance(on, bool):
-            raise TypeError(
+            raise ConfigError(
                 f"builtins['tools'][{name!r}] must be true or false, not {type(on).__name__}"
             )
     unknown = set(per_tool) - set(BUILTINS)
     if unknown:
-        raise ValueError(
+        raise ConfigError(
             f"unknown built-in tool(s) {', '.join(sorted(unknown))}; "
             f"built-ins are {', '.join(sorted(BUILTINS))}"
         )
@@ -105,9 +106,9 @@ def _settings(
 ) -> BuiltinSettings:
     base = Path(root) if root is not None else Path.cwd()
     if not base.exists():
-        raise ValueError(f"root {os.fspath(base)!r} does not exist")
+        raise ConfigError(f"root {os.fspath(base)!r} does not exist")
     if not base.is_dir():
-        raise ValueError(f"root {os.fspath(base)!r} is not a directory")
+        raise ConfigError(f"root {os.fspath(base)!r} is not a directory")
     return BuiltinSettings(
         root=base.resolve(),
         read_only=tuple(d.resolve() for d in skill_dirs),
@@ -157,7 +158,7 @@ def _plan(
     hidden_env: Iterable[str] | None,
 ) -> _Plan:
     if isinstance(hidden_env, str):
-        raise TypeError("hidden_env must be a collection of variable names, not one string")
+        raise ConfigError("hidden_env must be a collection of variable names, not one string")
     settings = _settings(root, skill_dirs, confine, limits, hidden_env)
     _builtin_names(builtins)  # a bad option fails before any MCP server starts
     return _Plan(found, skill_files, builtins, settings, list(tools))
@@ -201,8 +202,9 @@ def build(
     From async code with MCP servers, use `build_async`.
 
     Raises:
-        ValueError: ``root`` is missing or not a directory, or an option is unknown.
-        TypeError: An option has the wrong type (``{"tools": {"bash": "no"}}``).
+        ConfigError: ``root`` is missing or not a directory, an option is unknown or has
+            the wrong type (``{"tools": {"bash": "no"}}``).
+        McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
 
     Example::
 

@@ -34,7 +34,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, overload
 
 from toolnexus._docstring import parse_docstring
-from toolnexus.tool import ArgumentError, Tool, ToolContext, ToolError, ToolResult
+from toolnexus.errors import ArgumentError, ConfigError, ToolError
+from toolnexus.tool import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import pydantic
@@ -150,13 +151,14 @@ class _Spec:
 
     @contextlib.contextmanager
     def _unusable(self) -> Iterator[None]:
-        """Turn pydantic's complaint about a type it cannot handle into a clear TypeError."""
+        """Turn pydantic's complaint about a type it cannot handle into a clear ConfigError."""
         import pydantic
 
         try:
             yield
         except pydantic.PydanticUserError as exc:
-            raise TypeError(f"cannot build an input schema for tool {self.name!r}: {exc}") from exc
+            message = f"cannot build an input schema for tool {self.name!r}: {exc}"
+            raise ConfigError(message) from exc
 
     def schema(self) -> dict[str, Any]:
         if self._schema is None:
@@ -348,9 +350,9 @@ def _signature(fn: _Fn, tool_name: str, caller: FrameType | None) -> inspect.Sig
             # next to the function inside another function resolve in the caller's scope.
             return inspect.signature(fn, eval_str=True, locals=dict(caller.f_locals))
     except (NameError, SyntaxError) as exc:
-        raise TypeError(f"cannot resolve the type hints of tool {tool_name!r}: {exc}") from exc
+        raise ConfigError(f"cannot resolve the type hints of tool {tool_name!r}: {exc}") from exc
     except ValueError as exc:
-        raise TypeError(f"cannot read the signature of {fn!r}: {exc}") from exc
+        raise ConfigError(f"cannot read the signature of {fn!r}: {exc}") from exc
 
 
 def _inspect(
@@ -362,21 +364,21 @@ def _inspect(
     context_param: str | None = None
     for index, param in enumerate(signature.parameters.values()):
         if index == 0 and param.name in ("self", "cls") and inspect.isfunction(fn):
-            raise TypeError(
+            raise ConfigError(
                 f"define_tool({tool_name!r}): the first parameter is {param.name!r}, so this looks "
                 "like a method defined in a class body; define the tool from the bound method "
                 "instead, e.g. define_tool(instance.method)"
             )
         if param.kind in _REJECTED_KINDS:
             shown = _REJECTED_KINDS[param.kind].format(param.name)
-            raise TypeError(
+            raise ConfigError(
                 f"define_tool({tool_name!r}): parameter {shown} cannot be filled from "
                 "JSON arguments; use named parameters"
             )
         annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
         if _is_context(annotation):
             if context_param is not None:
-                raise TypeError(
+                raise ConfigError(
                     f"define_tool({tool_name!r}): only one parameter may take the ToolContext, "
                     f"got {context_param!r} and {param.name!r}"
                 )
@@ -398,7 +400,7 @@ def _make_tool(
     fn: _Fn, name: str | None, description: str | None, caller: FrameType | None
 ) -> Tool:
     if not callable(fn):
-        raise TypeError(f"define_tool needs a function, got {type(fn).__name__}")
+        raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
     tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
     params, context_param, summary = _inspect(fn, tool_name, caller)
     spec = _Spec(tool_name, params, context_param)
@@ -445,7 +447,7 @@ def define_tool(
     result that lists every problem by field path. A parameter annotated `ToolContext`
     receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
     of the schema. ``*args``, ``**kwargs`` and positional-only parameters raise
-    `TypeError` here, as does a type hint that cannot be resolved; for a method, pass the
+    `ConfigError` here, as does a type hint that cannot be resolved; for a method, pass the
     bound method (``define_tool(obj.method)``).
 
     Sync functions run in a worker thread, async ones on the event loop. The return

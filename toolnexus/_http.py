@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from toolnexus._schema import schema_validator
 from toolnexus._secrets import expand_env, redact
-from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+from toolnexus.errors import ConfigError, ToolError
+from toolnexus.tool import Tool, ToolContext, ToolResult
 
 __all__ = ["http_tool"]
 
@@ -35,7 +36,7 @@ def _placeholders(url: str) -> list[str]:
     names = [field for _, field, _, _ in string.Formatter().parse(url) if field is not None]
     for name in names:
         if not name.isidentifier():
-            raise ValueError(f"URL placeholder {{{name}}} must be a plain argument name")
+            raise ConfigError(f"URL placeholder {{{name}}} must be a plain argument name")
     return names
 
 
@@ -195,11 +196,11 @@ def http_tool(
     """
     verb = method.upper()
     if verb not in _METHODS:
-        raise ValueError(f"unsupported HTTP method {method!r}; use one of {sorted(_METHODS)}")
+        raise ConfigError(f"unsupported HTTP method {method!r}; use one of {sorted(_METHODS)}")
     if body not in (None, "json", "form", "raw"):
-        raise ValueError(f"body must be 'json', 'form', 'raw' or None, not {body!r}")
+        raise ConfigError(f"body must be 'json', 'form', 'raw' or None, not {body!r}")
     if timeout <= 0:
-        raise ValueError("timeout must be positive")
+        raise ConfigError("timeout must be positive")
     call = _HttpCall(verb, url, headers or {}, query or (), body, timeout)
     schema = (
         dict(input_schema)

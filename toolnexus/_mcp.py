@@ -35,12 +35,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from toolnexus._mcp_config import McpConfigError, McpServerStatus, ServerConfig, parse_config
+from toolnexus._mcp_config import McpServerStatus, ServerConfig, parse_config
 from toolnexus._secrets import LOG_FILTER, redact
 from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult, sanitize
 
 __all__ = [
-    "McpConfigError",
     "McpServerStatus",
     "McpServers",
     "connect_mcp",

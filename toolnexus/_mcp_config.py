@@ -17,18 +17,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolnexus._secrets import expand_env
-from toolnexus.tool import ToolError
+from toolnexus.errors import ConfigError, McpConfigError, ToolnexusError
 
-__all__ = ["DEFAULT_TIMEOUT", "McpConfigError", "McpServerStatus", "ServerConfig", "parse_config"]
+__all__ = ["DEFAULT_TIMEOUT", "McpServerStatus", "ServerConfig", "parse_config"]
 
 DEFAULT_TIMEOUT = 30.0
 _SERVER_KEYS = ("mcpServers", "servers", "mcp")
 
 State = Literal["connected", "failed", "disabled"]
-
-
-class McpConfigError(ValueError):
-    """The MCP configuration cannot be read or has no servers object; says where and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +99,7 @@ def _str_map(entry: Mapping[str, Any], *keys: str) -> dict[str, str]:
             if not isinstance(value, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()
             ):
-                raise ToolError(f"`{key}` must be an object of strings")
+                raise ConfigError(f"`{key}` must be an object of strings")
             return dict(value)
     return {}
 
@@ -123,7 +119,7 @@ def _command(entry: Mapping[str, Any]) -> list[str]:
         command = [command]
     parts = [*command, *args] if isinstance(args, list) else None
     if not parts or not all(isinstance(p, str) for p in parts):
-        raise ToolError("`command` must be a non-empty list of strings (or a string with `args`)")
+        raise ConfigError("`command` must be a non-empty list of strings (or a string with `args`)")
     return parts
 
 
@@ -140,13 +136,13 @@ def _parse(
     try:
         timeout = entry.get("timeout", DEFAULT_TIMEOUT)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ToolError("`timeout` must be a positive number of seconds")
+            raise ConfigError("`timeout` must be a positive number of seconds")
         allow = entry.get("tools", {})
         if not isinstance(allow, Mapping) or not all(isinstance(v, bool) for v in allow.values()):
-            raise ToolError("`tools` must be an object of tool name to true/false")
+            raise ConfigError("`tools` must be an object of tool name to true/false")
         config = ServerConfig(name, transport, float(timeout), allow=dict(allow))
         if "command" in entry and "url" in entry:
-            raise ToolError("give either `command` (stdio) or `url` (HTTP), not both")
+            raise ConfigError("give either `command` (stdio) or `url` (HTTP), not both")
         if "command" in entry:
             config.command = _command(entry)
             own_env = _expand_all(_str_map(entry, "env", "environment"), config.secrets)
@@ -154,16 +150,16 @@ def _parse(
             cwd = entry.get("cwd")
             if cwd is not None:
                 if not isinstance(cwd, str):
-                    raise ToolError("`cwd` must be a string")
+                    raise ConfigError("`cwd` must be a string")
                 config.cwd = str(base / cwd) if base is not None else cwd
         elif "url" in entry:
             if not isinstance(entry["url"], str):
-                raise ToolError("`url` must be a string")
+                raise ConfigError("`url` must be a string")
             config.url = entry["url"]
             config.headers = _expand_all(_str_map(entry, "headers"), config.secrets)
         else:
-            raise ToolError("needs a `command` (stdio server) or a `url` (HTTP server)")
-    except ToolError as exc:
+            raise ConfigError("needs a `command` (stdio server) or a `url` (HTTP server)")
+    except ToolnexusError as exc:  # a ConfigError, or a missing ${ENV} variable
         return McpServerStatus(name, transport, "failed", f"invalid configuration: {exc}")
     return config
 

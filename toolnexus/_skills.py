@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from toolnexus._schema import schema_validator
+from toolnexus.errors import ConfigError
 from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
 
 if TYPE_CHECKING:
@@ -500,7 +501,7 @@ def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
         result = toolnexus.execute(toolnexus.toolkit([tool]), "skill", {"name": "hello-world"})
     """
     if sample < -1:
-        raise ValueError(f"sample must be -1 (no file list) or a count >= 0, not {sample}")
+        raise ConfigError(f"sample must be -1 (no file list) or a count >= 0, not {sample}")
     by_name: dict[str, Skill] = {}
     for skill in skills:
         by_name.setdefault(skill.name, skill)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
+from toolnexus.errors import ArgumentError, ConfigError, ToolError
+
 if TYPE_CHECKING:
     from toolnexus._skills import Skill
 
@@ -110,14 +112,6 @@ class ToolContext:
     """Host-defined values (a session id, a user id) passed through untouched."""
 
 
-class ToolError(Exception):
-    """Raise inside a tool to fail the call with exactly this message (no traceback text)."""
-
-
-class ArgumentError(ToolError):
-    """The arguments did not fit the tool's input schema; the message lists each problem."""
-
-
 Handler = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]
 """``handler(args, context)``: sync or async; returns the output text or a `ToolResult`.
 
@@ -179,7 +173,7 @@ class Toolkit:
         by_name: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in by_name:
-                raise ValueError(f"duplicate tool name {tool.name!r} in one toolkit")
+                raise ConfigError(f"duplicate tool name {tool.name!r} in one toolkit")
             by_name[tool.name] = tool
         self._by_name = MappingProxyType(dict(sorted(by_name.items())))
         self._skills = tuple(skills)

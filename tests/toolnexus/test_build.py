@@ -17,15 +17,15 @@ EXAMPLES = ROOT / "examples" / "skills"
 
 
 def test_missing_root_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"root '.*missing' does not exist"):
+    with pytest.raises(tn.ConfigError, match=r"root '.*missing' does not exist"):
         tn.build(root=tmp_path / "missing")
     (tmp_path / "file.txt").write_text("x")
-    with pytest.raises(ValueError, match=r"root '.*file\.txt' is not a directory"):
+    with pytest.raises(tn.ConfigError, match=r"root '.*file\.txt' is not a directory"):
         tn.build(root=tmp_path / "file.txt")
 
 
 async def test_build_async_checks_root_too(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(tn.ConfigError, match="does not exist"):
         await tn.build_async(root=tmp_path / "missing")
 
 
@@ -44,7 +44,7 @@ async def test_build_async_checks_root_too(tmp_path: Path) -> None:
 def test_builtins_option_values_are_type_checked(
     tmp_path: Path, option: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(tn.ConfigError, match=message):
         tn.build(root=tmp_path, builtins=option)
 
 

@@ -125,7 +125,7 @@ def test_toolkit_is_immutable() -> None:
 
 @pytest.mark.parametrize("names", [("a", "a"), ("a b", "a_b"), ("x.y", "x/y")])
 def test_toolkit_rejects_duplicate_names(names: tuple[str, str]) -> None:
-    with pytest.raises(ValueError, match="duplicate tool name"):
+    with pytest.raises(tn.ConfigError, match="duplicate tool name"):
         tn.toolkit(_tools(*names))
 
 

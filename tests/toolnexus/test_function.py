@@ -396,7 +396,7 @@ def _positional_only(a: int, /, b: int) -> None: ...
     ],
 )
 def test_unsupported_parameters_are_rejected(fn: Callable[..., Any], message: str) -> None:
-    with pytest.raises(TypeError, match=re.escape(message)):
+    with pytest.raises(tn.ConfigError, match=re.escape(message)):
         define_tool(fn)
 
 
@@ -410,7 +410,7 @@ def test_unbound_method_is_rejected_and_bound_method_works() -> None:
             self.total += n
             return self.total
 
-    with pytest.raises(TypeError, match="define the tool from the bound method instead"):
+    with pytest.raises(tn.ConfigError, match="define the tool from the bound method instead"):
         define_tool(Counter.add)
     counter = Counter()
     tool = define_tool(counter.add)
@@ -422,19 +422,19 @@ def test_unbound_method_is_rejected_and_bound_method_works() -> None:
 def test_unresolvable_hint_is_rejected() -> None:
     def fn(x: NotDefinedAnywhere) -> None: ...  # type: ignore[name-defined]  # noqa: F821
 
-    with pytest.raises(TypeError, match="cannot resolve the type hints of tool 'fn'"):
+    with pytest.raises(tn.ConfigError, match="cannot resolve the type hints of tool 'fn'"):
         define_tool(fn)
 
 
 def test_two_context_parameters_are_rejected() -> None:
     def fn(a: ToolContext, b: ToolContext) -> None: ...
 
-    with pytest.raises(TypeError, match="only one parameter may take the ToolContext"):
+    with pytest.raises(tn.ConfigError, match="only one parameter may take the ToolContext"):
         define_tool(fn)
 
 
 def test_not_callable_is_rejected() -> None:
-    with pytest.raises(TypeError, match="define_tool needs a function, got int"):
+    with pytest.raises(tn.ConfigError, match="define_tool needs a function, got int"):
         define_tool(3)  # type: ignore[call-overload]
 
 
@@ -445,7 +445,7 @@ def test_unsupported_type_fails_clearly_when_the_schema_is_built() -> None:
     def fn(thing: Opaque) -> None: ...
 
     tool = define_tool(fn)  # cheap: nothing built yet
-    with pytest.raises(TypeError, match="cannot build an input schema for tool 'fn'"):
+    with pytest.raises(tn.ConfigError, match="cannot build an input schema for tool 'fn'"):
         dict(tool.input_schema)
     result = run(tool, {"thing": 1})
     assert result.is_error

@@ -257,9 +257,9 @@ def test_source_and_bad_configuration() -> None:
         "properties": {"x": {"type": "string"}},
         "required": ["x"],
     }
-    with pytest.raises(ValueError, match="unsupported HTTP method"):
+    with pytest.raises(toolnexus.ConfigError, match="unsupported HTTP method"):
         http_tool("t", "d", "FETCH", "http://127.0.0.1/")
-    with pytest.raises(ValueError, match="body must be"):
+    with pytest.raises(toolnexus.ConfigError, match="body must be"):
         http_tool("t", "d", "POST", "http://127.0.0.1/", body="xml")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="plain argument name"):
+    with pytest.raises(toolnexus.ConfigError, match="plain argument name"):
         http_tool("t", "d", "GET", "http://127.0.0.1/{a.b}")

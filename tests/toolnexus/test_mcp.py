@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 
 import toolnexus
-from toolnexus import Toolkit
-from toolnexus._mcp import McpConfigError, McpServerStatus, mcp_status
+from toolnexus import McpConfigError, McpServerStatus, Toolkit, mcp_status
 
 SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-s3cr3t-9917"

@@ -474,7 +474,7 @@ def test_files_are_listed_when_called_not_when_built(tmp_path: Path) -> None:
 
 
 def test_sample_below_minus_one_is_rejected() -> None:
-    with pytest.raises(ValueError, match="sample must be -1"):
+    with pytest.raises(tn.ConfigError, match="sample must be -1"):
         skill_tool([], sample=-2)
 
 

@@ -274,5 +274,5 @@ def test_api_keys_are_hidden_from_commands(tmp_path: Path, monkeypatch: pytest.M
     assert bash(toolnexus.build(root=tmp_path), command).output == "[][][seen]\n"
     custom = toolnexus.build(root=tmp_path, hidden_env=["TOOLNEXUS_VISIBLE"])
     assert bash(custom, command).output == "[gemini-secret-value][google-secret-value][]\n"
-    with pytest.raises(TypeError, match="not one string"):
+    with pytest.raises(toolnexus.ConfigError, match="not one string"):
         toolnexus.build(root=tmp_path, hidden_env="GEMINI_API_KEY")

@@ -1,0 +1,70 @@
+"""Everything toolnexus raises, under one root: catch `ToolnexusError` to catch it all.
+
+The tree::
+
+    ToolnexusError                 root of everything toolnexus raises
+    ├── ConfigError                a bad build() / source configuration (also a ValueError)
+    │   └── McpConfigError         an MCP configuration that cannot be read
+    └── ToolError                  raise inside a tool to fail the call with this message
+        └── ArgumentError          the arguments did not fit the tool's input schema
+
+The two branches are told apart by who has to act. A `ConfigError` is raised to *you*, the
+program assembling a toolkit (`toolnexus.build`, `toolnexus.define_tool`,
+`toolnexus.http_tool`, an ``mcp.json``), when you asked for something that cannot work.
+A `ToolError` never reaches you: `toolnexus.execute` turns it into an error `ToolResult`
+for the *model*, with exactly its message.
+
+Example::
+
+    import toolnexus as tn
+
+    try:
+        tk = tn.build(builtins={"tools": {"bsh": False}})
+    except tn.ConfigError as exc:
+        print(exc)   # unknown built-in tool(s) bsh; built-ins are apply_patch, bash, ...
+"""
+
+from __future__ import annotations
+
+__all__ = ["ArgumentError", "ConfigError", "McpConfigError", "ToolError", "ToolnexusError"]
+
+
+class ToolnexusError(Exception):
+    """The root of every exception toolnexus raises."""
+
+
+class ConfigError(ToolnexusError, ValueError):
+    """A toolkit or one of its sources is configured in a way that cannot work.
+
+    Raised by `toolnexus.build` (a bad ``builtins=`` value, a ``root`` that is not a
+    directory), `toolnexus.define_tool` (a signature that cannot become a schema),
+    `toolnexus.http_tool` (an unknown method) and `toolnexus.Toolkit` (two tools with one
+    name). The message names the option and what was wrong with it. It is also a
+    ``ValueError``, so code that caught that before keeps working.
+    """
+
+
+class McpConfigError(ConfigError):
+    """The MCP configuration cannot be read or has no servers object; says where and why.
+
+    A single server that is misconfigured does not raise: it is reported by
+    `toolnexus.mcp_status` and the other servers still start.
+    """
+
+
+class ToolError(ToolnexusError):
+    """Raise inside a tool to fail the call with exactly this message (no traceback text).
+
+    Example::
+
+        @toolnexus.define_tool
+        def stock(sku: str) -> int:
+            \"\"\"Units of ``sku`` in stock.\"\"\"
+            if sku not in STOCK:
+                raise toolnexus.ToolError(f"Unknown SKU {sku!r}; list them with `skus`.")
+            return STOCK[sku]
+    """
+
+
+class ArgumentError(ToolError):
+    """The arguments did not fit the tool's input schema; the message lists each problem."""
