@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from toolnexus._schema import json_type
-from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult
+from toolnexus.errors import ToolError, describe_failure
+from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
 
 __all__ = ["execute", "execute_async"]
 
@@ -86,7 +87,7 @@ def _escaped_result(name: str, error: BaseException) -> ToolResult:
     if isinstance(error, SystemExit):
         code = error.code if error.code is not None else 0
         return _error(f"Tool {name!r} tried to exit the process (exit code {code}).")
-    return _error(f"Tool {name!r} failed: {type(error).__name__}: {error}")
+    return _error(describe_failure(name, error))
 
 
 class _Workers:
@@ -185,11 +186,35 @@ async def execute_async(
     args: Any = None,
     context: ToolContext | None = None,
 ) -> ToolResult:
-    """Run tool ``name`` of ``tk`` with ``args`` and return its `ToolResult`.
+    """Run tool ``name`` of ``tk`` with ``args`` and return its `ToolResult`; never raises.
 
-    ``args`` of ``None`` means no arguments (Gemini omits ``args`` for a call without
-    parameters). ``context`` carries the per-call timeout and, on a re-run after a
-    suspension, the `Answer`.
+    Every failure is an error result (``is_error=True``) whose ``output`` has one shape
+    per kind of failure, the same however the tool was made (a plain `Tool`,
+    `define_tool`, `http_tool`, an MCP server or a built-in):
+
+    - the tool raised `ToolError` (or `ArgumentError`): its message, exactly;
+    - the tool raised anything else: ``Tool '<name>' failed: <ExceptionType>: <message>``
+      (just ``<ExceptionType>`` when the message is empty);
+    - it ran past ``context.timeout``: ``Tool '<name>' timed out after <n> s.``;
+    - it called ``sys.exit``: ``Tool '<name>' tried to exit the process (exit code <n>).``;
+    - an unknown name: ``Unknown tool '<name>'. Available tools: ...``;
+    - arguments that are not an object, or do not fit the schema: a message naming each
+      problem.
+
+    Args:
+        tk: The toolkit to look ``name`` up in.
+        name: The tool's name, as the model sent it.
+        args: The arguments, a JSON object; ``None`` means none (Gemini omits ``args``
+            for a call without parameters).
+        context: The per-call timeout, the model's call id, and on a re-run after a
+            suspension the `Answer`; default: no timeout.
+
+    Returns:
+        The tool's `ToolResult`, or an error result as above.
+
+    Raises:
+        asyncio.CancelledError: The call was cancelled (never caught).
+        KeyboardInterrupt: Ctrl-C while the tool ran (never caught).
 
     Example::
 
@@ -216,7 +241,7 @@ async def execute_async(
     except _Escaped as exc:
         return _escaped_result(name, exc.error)
     except Exception as exc:
-        return _error(f"Tool {name!r} failed: {type(exc).__name__}: {exc}")
+        return _error(describe_failure(name, exc))
     except SystemExit as exc:  # from an async tool: fail the call, never end the agent
         return _escaped_result(name, exc)
     return _as_result(name, value)
@@ -228,10 +253,23 @@ def execute(
     args: Any = None,
     context: ToolContext | None = None,
 ) -> ToolResult:
-    """Run tool ``name`` of ``tk`` from synchronous code; see `execute_async`.
+    """Run tool ``name`` of ``tk`` from synchronous code; never raises (see `execute_async`).
 
     Inside a running event loop the call runs on a helper thread with its own loop, so
     it never deadlocks the caller's loop.
+
+    Args:
+        tk: The toolkit to look ``name`` up in.
+        name: The tool's name, as the model sent it.
+        args: The arguments, a JSON object; ``None`` means none.
+        context: The per-call timeout, call id and `Answer` (see `ToolContext`).
+
+    Returns:
+        The tool's `ToolResult`; any failure is an error result whose message has the
+        shapes listed in `execute_async`.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C while the tool ran (never caught).
 
     Example::
 

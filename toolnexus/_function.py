@@ -34,7 +34,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, overload
 
 from toolnexus._docstring import parse_docstring
-from toolnexus.errors import ArgumentError, ConfigError, ToolError
+from toolnexus.errors import ArgumentError, ConfigError
 from toolnexus.tool import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -259,11 +259,6 @@ class _LazySchema(Mapping[str, Any]):
 # --- return values -----------------------------------------------------------------------
 
 
-def _failure(exc: BaseException) -> ToolResult:
-    message = str(exc)
-    return ToolResult(f"{type(exc).__name__}: {message}" if message else type(exc).__name__, True)
-
-
 def _to_result(value: object) -> ToolResult:
     if isinstance(value, str):
         return ToolResult(value)
@@ -300,12 +295,7 @@ def _call_args(spec: _Spec, args: dict[str, Any], ctx: ToolContext) -> dict[str,
 
 def _sync_runner(fn: _Fn, spec: _Spec) -> Callable[[dict[str, Any], ToolContext], Any]:
     def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult | Awaitable[ToolResult]:
-        try:
-            value = fn(**_call_args(spec, args, ctx))
-        except ToolError:
-            raise
-        except Exception as exc:
-            return _failure(exc)
+        value = fn(**_call_args(spec, args, ctx))
         if inspect.isawaitable(value):
             return _finish(value)
         return _to_result(value)
@@ -314,13 +304,7 @@ def _sync_runner(fn: _Fn, spec: _Spec) -> Callable[[dict[str, Any], ToolContext]
 
 
 async def _finish(awaitable: Awaitable[Any]) -> ToolResult:
-    try:
-        value = await awaitable
-    except ToolError:
-        raise
-    except Exception as exc:
-        return _failure(exc)
-    return _to_result(value)
+    return _to_result(await awaitable)
 
 
 def _async_runner(fn: _Fn, spec: _Spec) -> Callable[[dict[str, Any], ToolContext], Any]:
@@ -454,8 +438,8 @@ def define_tool(
     value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,
     ``bytes`` decoded as UTF-8 (binary data is an error), anything else as JSON
     (pydantic models, dataclasses, dates and sets included). Raising `ToolError` fails
-    the call with exactly its message; any other exception fails it with
-    ``"<ExceptionType>: message"``.
+    the call with exactly its message; any other exception fails it with the message
+    every tool fails with, ``Tool '<name>' failed: <ExceptionType>: <message>``.
 
     Example::
 

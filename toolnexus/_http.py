@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 from toolnexus._schema import schema_validator
 from toolnexus._secrets import expand_env, redact
-from toolnexus.errors import ConfigError, ToolError
-from toolnexus.tool import Tool, ToolContext, ToolResult
+from toolnexus.errors import ConfigError, ToolError, describe_failure
+from toolnexus.tool import Tool, ToolContext, ToolResult, sanitize
 
 __all__ = ["http_tool"]
 
@@ -72,6 +72,7 @@ class _HttpCall:
 
     def __init__(
         self,
+        name: str,
         method: str,
         url: str,
         headers: Mapping[str, str],
@@ -79,6 +80,7 @@ class _HttpCall:
         body: BodyKind | None,
         timeout: float,
     ) -> None:
+        self.name = name
         self.method = method
         self.url = url
         self.headers = dict(headers)
@@ -131,11 +133,14 @@ class _HttpCall:
             async with httpx.AsyncClient(timeout=self.timeout) as client:
                 response = await client.request(self.method, url, headers=headers, **parts)
         except httpx.TimeoutException:
-            raise ToolError(
-                f"HTTP {self.method} {redact(url, secrets)} timed out after {self.timeout:g} s"
-            ) from None
+            message = (
+                f"Tool {self.name!r} timed out after {self.timeout:g} s ({self.method} {url})."
+            )
+            raise ToolError(redact(message, secrets)) from None
         except httpx.HTTPError as exc:
-            message = f"HTTP {self.method} {url} failed: {type(exc).__name__}: {exc}"
+            # The shape of any failing tool, with the request named; headers may hold
+            # expanded secrets and an error can quote them, so it is redacted.
+            message = describe_failure(self.name, exc) + f" ({self.method} {url})"
             raise ToolError(redact(message, secrets)) from None
         text = redact(response.text, secrets)
         logger.debug("HTTP %s %s -> %d", self.method, url, response.status_code)
@@ -201,7 +206,7 @@ def http_tool(
         raise ConfigError(f"body must be 'json', 'form', 'raw' or None, not {body!r}")
     if timeout <= 0:
         raise ConfigError("timeout must be positive")
-    call = _HttpCall(verb, url, headers or {}, query or (), body, timeout)
+    call = _HttpCall(sanitize(name), verb, url, headers or {}, query or (), body, timeout)
     schema = (
         dict(input_schema)
         if input_schema is not None

@@ -37,7 +37,8 @@ from typing import IO, Any, TypeVar
 
 from toolnexus._mcp_config import McpServerStatus, ServerConfig, parse_config
 from toolnexus._secrets import LOG_FILTER, redact
-from toolnexus.tool import Tool, ToolContext, ToolError, Toolkit, ToolResult, sanitize
+from toolnexus.errors import ToolError, describe_failure
+from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, sanitize
 
 __all__ = [
     "McpServerStatus",
@@ -70,9 +71,15 @@ def require_mcp() -> None:
         raise ImportError(f"MCP servers need the optional `mcp` package: {INSTALL_HINT}") from exc
 
 
-def _describe(exc: BaseException) -> str:
+def _unwrap(exc: BaseException) -> BaseException:
+    """Return the one exception inside (nested) groups of one, as SDK task groups raise it."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    exc = _unwrap(exc)
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_describe(e) for e in exc.exceptions)
     text = str(exc)
@@ -285,8 +292,11 @@ class _Server:
 
     # -- calls --------------------------------------------------------------------------
 
-    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        """Call ``tool`` on the server and turn its result into a `ToolResult`."""
+    async def call(self, tool: str, args: dict[str, Any], shown_as: str) -> ToolResult:
+        """Call ``tool`` on the server and turn its result into a `ToolResult`.
+
+        ``shown_as`` is the tool's name in the toolkit, used in the failure message.
+        """
         name = self.config.name
         session = self.session
         if session is None:
@@ -297,7 +307,7 @@ class _Server:
         except Exception as exc:
             if getattr(exc, "code", None) == _CONNECTION_CLOSED:
                 self._lost(exc)
-            message = f"MCP server {name!r}, tool {tool!r}: {_describe(exc)}"
+            message = describe_failure(shown_as, _unwrap(exc))
             raise ToolError(redact(message, self.config.secrets)) from None
         text = "\n".join(_content_text(block) for block in result.content)
         if result.is_error:
@@ -409,14 +419,17 @@ class McpServers:
 
     def _tool(self, server: _Server, remote: Any) -> Tool:
         remote_name: str = remote.name
+        name = f"{sanitize(server.config.name)}_{sanitize(remote_name)}"
         timeout = server.config.timeout
 
         async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-            return await self._on_owner_loop(lambda: server.call(remote_name, args), timeout)
+            return await self._on_owner_loop(
+                lambda: server.call(remote_name, args, shown_as=name), timeout
+            )
 
         schema = dict(remote.input_schema or {"type": "object"})
         return Tool(
-            f"{sanitize(server.config.name)}_{sanitize(remote_name)}",
+            name,
             handler,
             remote.description or getattr(remote, "title", None) or "",
             schema,

@@ -68,3 +68,16 @@ class ToolError(ToolnexusError):
 
 class ArgumentError(ToolError):
     """The arguments did not fit the tool's input schema; the message lists each problem."""
+
+
+def describe_failure(tool: str, error: BaseException) -> str:
+    """Return the one message every tool that raised ``error`` fails with.
+
+    ``Tool '<tool>' failed: <ExceptionType>: <message>`` (without ``: <message>`` when the
+    exception has none). `toolnexus.execute` uses it for any tool, and the HTTP and MCP
+    tools use it for a transport failure, so a model reads one shape however a tool was
+    made. A `ToolError` is the exception to the rule: its message is used as is.
+    """
+    kind = type(error).__name__
+    text = str(error)
+    return f"Tool {tool!r} failed: {kind}: {text}" if text else f"Tool {tool!r} failed: {kind}"

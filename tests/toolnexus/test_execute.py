@@ -386,3 +386,38 @@ def test_keyboard_interrupt_still_propagates() -> None:
 async def test_cancellation_still_propagates() -> None:
     with pytest.raises(asyncio.CancelledError):
         await tn.execute_async(EXIT_KIT, "cancelled", {})
+
+
+# --- one message shape, however the tool was made ------------------------------------------
+
+
+def _plain_sync(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise LookupError("no such row")
+
+
+async def _plain_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise LookupError("no such row")
+
+
+def _defined_sync() -> str:
+    raise LookupError("no such row")
+
+
+async def _defined_async() -> str:
+    raise LookupError("no such row")
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        Tool("lookup", _plain_sync),
+        Tool("lookup", _plain_async),
+        tn.define_tool(_defined_sync, name="lookup"),
+        tn.define_tool(_defined_async, name="lookup"),
+    ],
+    ids=["Tool sync", "Tool async", "define_tool sync", "define_tool async"],
+)
+def test_a_raising_tool_fails_with_one_message_shape(tool: Tool) -> None:
+    # http_tool and MCP tools pin the same shape in test_http.py and test_mcp.py.
+    result = tn.execute(tn.toolkit([tool]), "lookup", {})
+    assert result == ToolResult("Tool 'lookup' failed: LookupError: no such row", is_error=True)

@@ -650,9 +650,9 @@ def test_tool_result_with_bad_output_is_still_caught_by_execute() -> None:
 @pytest.mark.parametrize(
     ("exc", "expected"),
     [
-        (ValueError("bad city"), "ValueError: bad city"),
-        (KeyError("k"), "KeyError: 'k'"),
-        (RuntimeError(), "RuntimeError"),
+        (ValueError("bad city"), "Tool 'fn' failed: ValueError: bad city"),
+        (KeyError("k"), "Tool 'fn' failed: KeyError: 'k'"),
+        (RuntimeError(), "Tool 'fn' failed: RuntimeError"),
         (ToolError("Exactly this."), "Exactly this."),
         (ArgumentError("`x` is wrong"), "`x` is wrong"),
     ],
@@ -665,7 +665,7 @@ def test_exceptions_become_error_results(exc: Exception, expected: str) -> None:
         raise exc
 
     assert run(define_tool(fn)) == ToolResult(expected, is_error=True)
-    assert run(define_tool(afn)) == ToolResult(expected, is_error=True)
+    assert run(define_tool(afn, name="fn")) == ToolResult(expected, is_error=True)
 
 
 # --- sync vs async ---------------------------------------------------------------------------
@@ -722,7 +722,9 @@ def test_sync_function_returning_an_awaitable() -> None:
 
     tool = define_tool(fn)
     assert run(tool, {"x": 1}) == ToolResult("2")
-    assert run(tool, {"x": -1}) == ToolResult("ValueError: negative", is_error=True)
+    assert run(tool, {"x": -1}) == ToolResult(
+        "Tool 'fn' failed: ValueError: negative", is_error=True
+    )
 
 
 def test_timeout_applies_to_function_tools() -> None:

@@ -234,7 +234,7 @@ async def test_timeout_is_an_error_and_async_execution_works(base_url: str) -> N
     tool = http_tool("slow", "Slow.", "GET", base_url + "/slow", timeout=0.2)
     result = await toolnexus.execute_async(toolkit([tool]), "slow", {}, ToolContext())
     assert result.is_error
-    assert result.output == f"HTTP GET {base_url}/slow timed out after 0.2 s"
+    assert result.output == f"Tool 'slow' timed out after 0.2 s (GET {base_url}/slow)."
 
 
 def test_connection_error_is_an_error_result() -> None:
@@ -245,7 +245,8 @@ def test_connection_error_is_an_error_result() -> None:
         port = sock.getsockname()[1]
     result = run(http_tool("down", "Down.", "GET", f"http://127.0.0.1:{port}/"))
     assert result.is_error
-    assert result.output.startswith(f"HTTP GET http://127.0.0.1:{port}/ failed: ConnectError")
+    assert result.output.startswith("Tool 'down' failed: ConnectError: ")
+    assert result.output.endswith(f" (GET http://127.0.0.1:{port}/)")
 
 
 def test_source_and_bad_configuration() -> None:

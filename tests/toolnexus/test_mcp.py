@@ -26,8 +26,8 @@ from toolnexus import McpConfigError, McpServerStatus, Toolkit, mcp_status
 
 SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-s3cr3t-9917"
-ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "pid", "sleep", "t_0", "t_1"]
-ALL_TOOLS += ["t_2", "t_3", "t_4"]
+ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "pid", "raise", "sleep", "t_0"]
+ALL_TOOLS += ["t_1", "t_2", "t_3", "t_4"]
 
 
 def cmd(*args: str) -> list[str]:
@@ -126,6 +126,9 @@ def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, f
     failed = toolnexus.execute(tk, "demo_fail", {})
     assert failed.is_error
     assert failed.output == "it broke\nbadly"
+    raised = toolnexus.execute(tk, "demo_raise", {})
+    assert raised.is_error
+    assert raised.output == "Tool 'demo_raise' failed: MCPError: server-side boom"
 
 
 async def test_sync_built_tools_work_from_another_event_loop(built: tuple[Toolkit, float]) -> None:

@@ -10,7 +10,8 @@ Usage: ``python demo_server.py MODE [ARG]`` where MODE is
 - ``stdio-child PIDFILE``: like ``stdio`` but first spawn a long-sleeping child process and
   write its pid to PIDFILE (to check that closing kills the whole tree).
 
-Tools: ``echo`` (text), ``add`` (structured content), ``fail`` (``isError``), ``env``
+Tools: ``echo`` (text), ``add`` (structured content), ``fail`` (``isError``), ``raise``
+(raises in the server), ``env``
 (reads an environment variable), ``cwd`` (the working directory), ``pid``, ``sleep``, ``header``
 (a header of the HTTP request carrying the call), ``t.0``..``t.4`` (filler).
 The tool list is served two tools per page, so clients must follow ``nextCursor``.
@@ -51,6 +52,7 @@ TOOLS = [
         },
     ),
     types.Tool(name="fail", description="Always fails.", input_schema=_OBJ),
+    types.Tool(name="raise", description="Raises inside the server.", input_schema=_OBJ),
     types.Tool(
         name="env",
         description="Read an environment variable.",
@@ -95,6 +97,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text(str(total)), structured_content={"sum": total})
     if params.name == "fail":
         return types.CallToolResult(content=_text("it broke", "badly"), is_error=True)
+    if params.name == "raise":
+        raise ValueError("server-side boom")
     if params.name == "env":
         return types.CallToolResult(content=_text(os.environ.get(args.get("name", ""), "<unset>")))
     if params.name == "cwd":
