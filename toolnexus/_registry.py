@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from toolnexus.tool import Tool
 
@@ -35,72 +34,21 @@ DEFAULT_HIDDEN_ENV = frozenset({"GEMINI_API_KEY", "GOOGLE_API_KEY"})
 """The API keys of the Gemini agent, kept out of ``bash`` commands by default."""
 
 
+@dataclass(frozen=True, slots=True)
 class BuiltinSettings:
-    """What every built-in tool is built with (immutable; compares and hashes by value).
-
-    A plain class rather than a dataclass: it is built on every `toolnexus.build`, and
-    creating a dataclass type costs ~1.5 ms at import, on the first build's path.
-
-    Attributes:
-        root: Workspace root (absolute, resolved). File tools stay inside it; ``bash``
-            runs in it.
-        read_only: Directories readable outside the root (the skill dirs); never writable.
-        confine: False lifts workspace confinement (for trusted hosts only).
-        limits: Output caps.
-        hidden_env: Environment variables ``bash`` commands do not see (so
-            ``echo $GEMINI_API_KEY`` cannot put the key into the transcript). Set it to
-            ``frozenset()`` to pass everything.
-    """
-
-    __slots__ = ("confine", "hidden_env", "limits", "read_only", "root")
+    """What every built-in tool is built with."""
 
     root: Path
-    read_only: tuple[Path, ...]
-    confine: bool
-    limits: Limits
-    hidden_env: frozenset[str]
-
-    def __init__(
-        self,
-        root: Path,
-        read_only: tuple[Path, ...] = (),
-        confine: bool = True,
-        limits: Limits | None = None,
-        hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
-    ) -> None:
-        for name, value in (
-            ("root", root),
-            ("read_only", read_only),
-            ("confine", confine),
-            ("limits", Limits() if limits is None else limits),
-            ("hidden_env", hidden_env),
-        ):
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple[Any, ...]:
-        return (self.root, self.read_only, self.confine, self.limits, self.hidden_env)
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _SETTINGS_FIELDS)
-        return f"BuiltinSettings({shown})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, BuiltinSettings)
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-
-_SETTINGS_FIELDS = ("root", "read_only", "confine", "limits", "hidden_env")
+    """Workspace root (absolute, resolved). File tools stay inside it; ``bash`` runs in it."""
+    read_only: tuple[Path, ...] = ()
+    """Directories readable outside the root (the skill dirs); never writable."""
+    confine: bool = True
+    """False lifts workspace confinement (for trusted hosts only)."""
+    limits: Limits = field(default_factory=Limits)
+    """Output caps."""
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV
+    """Environment variables ``bash`` commands do not see (so ``echo $GEMINI_API_KEY``
+    cannot put the key into the transcript); ``frozenset()`` passes everything."""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]

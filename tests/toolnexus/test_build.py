@@ -86,18 +86,3 @@ def test_skill_name_is_quoted_in_the_content_tag(tmp_path: Path) -> None:
     assert quoted.startswith('<skill_content name="a&quot;b&lt;c&amp;d">\n# Skill: a"b<c&d\n')
     normal = tn.execute(tk, "skill", {"name": "plain-name_1"}).output
     assert normal.startswith('<skill_content name="plain-name_1">\n')
-
-
-def test_builtin_settings_compare_by_value_and_are_frozen(tmp_path: Path) -> None:
-    import dataclasses
-
-    from toolnexus._registry import DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
-
-    settings = BuiltinSettings(tmp_path)
-    same = BuiltinSettings(root=tmp_path, read_only=(), confine=True, limits=Limits())
-    assert settings == same and hash(settings) == hash(same)
-    assert settings != BuiltinSettings(tmp_path, confine=False)
-    assert settings.limits == Limits() and settings.hidden_env == DEFAULT_HIDDEN_ENV
-    assert repr(settings).startswith(f"BuiltinSettings(root={tmp_path!r}, read_only=(), ")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        settings.confine = False

@@ -1,7 +1,7 @@
-"""What every built-in tool shares: the Tool factory, numeric arguments, path locks.
+"""What every built-in tool shares: the handler guard, numeric arguments, path locks.
 
-`builtin_tool` builds a built-in `Tool` (its own copy of the schema, a validator from it,
-source ``"builtin"``, and ``OSError`` turned into a message a model can read).
+`guarded` wraps a built-in's handler so an unexpected ``OSError`` (a race, an odd path)
+becomes a message a model can read.
 `whole_number` and `positive_number` read the numeric arguments (``offset``, ``limit``,
 ``timeout``) with one wording for every tool, huge values included. `path_locks` makes
 the read-modify-write of the file tools one step per file when calls run concurrently.
@@ -10,7 +10,6 @@ the read-modify-write of the file tools one step per file when calls run concurr
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import math
 import threading
@@ -19,13 +18,12 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from toolnexus._schema import schema_validator
-from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 __all__ = [
     "MAX_PATH",
-    "builtin_tool",
     "clip",
+    "guarded",
     "os_error",
     "path_locks",
     "positive_number",
@@ -56,31 +54,27 @@ def os_error(exc: OSError) -> ToolError:
     return ToolError(f"Cannot access {where}: {exc.strerror or exc}.")
 
 
-def builtin_tool(
-    name: str, handler: SyncHandler | AsyncHandler, description: str, schema: Mapping[str, Any]
-) -> Tool:
-    """Build the built-in `Tool` ``name``: schema copied, arguments validated against it."""
-    own_schema = copy.deepcopy(dict(schema))
-    guarded: Any
+def guarded(handler: SyncHandler | AsyncHandler) -> Handler:
+    """Return ``handler`` with an unexpected ``OSError`` turned into a `ToolError`."""
     if inspect.iscoroutinefunction(handler):
 
-        async def guarded(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
+        async def guarded_async(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
             try:
                 result: str | ToolResult = await handler(args, ctx)
             except OSError as exc:
                 raise os_error(exc) from None
             return result
 
-    else:
+        return guarded_async
 
-        def guarded(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
-            try:
-                result: str | ToolResult = handler(args, ctx)  # type: ignore[assignment]
-            except OSError as exc:
-                raise os_error(exc) from None
-            return result
+    def guarded_sync(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
+        try:
+            result: str | ToolResult = handler(args, ctx)  # type: ignore[assignment]
+        except OSError as exc:
+            raise os_error(exc) from None
+        return result
 
-    return Tool(name, guarded, description, own_schema, "builtin", schema_validator(own_schema))
+    return guarded_sync
 
 
 # -- numeric arguments ------------------------------------------------------------------

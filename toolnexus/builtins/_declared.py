@@ -1,15 +1,16 @@
 """What a model sees of the ten built-in tools, without loading their implementations.
 
 Each built-in is declared here by name, description and input schema (the shared
-contract), with the ``module:factory`` that implements it. Importing this module fills
-the `BUILTINS` registry with light factories: the `Tool` they return carries the real
-description, schema and validator, and its handler imports the implementation
-module on the first call. So `toolnexus.build` stays fast; the file, shell, search and web
-code (and what it imports) loads only when a built-in first runs.
+contract), with the ``module:factory`` that returns its handler. Importing this module
+fills the `BUILTINS` registry: the `Tool` a factory builds carries the description,
+schema and validator, and its handler imports the implementation module on the first
+call. So building a toolkit never loads the file, shell, search and web code (nor httpx
+and markdownify behind ``webfetch``); each loads when its built-in first runs.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 from typing import Any
 
@@ -17,9 +18,9 @@ from toolnexus._registry import BuiltinFactory, BuiltinSettings, Limits, registe
 from toolnexus._schema import schema_validator
 from toolnexus.tool import Handler, Tool, ToolContext, ToolResult
 
-__all__ = ["GENERATED_DIRS", "WEBFETCH_FORMATS", "description", "input_schema"]
+__all__ = ["GENERATED_DIRS"]
 
-WEBFETCH_FORMATS = ("text", "markdown", "html")
+_WEBFETCH_FORMATS = ("text", "markdown", "html")
 """The ``format`` values ``webfetch`` accepts (``markdown`` is the default)."""
 
 GENERATED_DIRS = frozenset(
@@ -238,7 +239,7 @@ _WEBFETCH_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "url": {"type": "string"},
-        "format": {"type": "string", "enum": list(WEBFETCH_FORMATS)},
+        "format": {"type": "string", "enum": list(_WEBFETCH_FORMATS)},
         "timeout": {"type": "number"},
     },
     "required": ["url"],
@@ -260,20 +261,20 @@ def _generated_list() -> str:
 
 # name: (description, schema, "module:factory" of the implementation, handler is async)
 _DECLARED: dict[str, tuple[str, dict[str, Any], str, bool]] = {
-    "read": (_READ, _READ_SCHEMA, "_files:read_tool", False),
-    "write": (_WRITE, _WRITE_SCHEMA, "_files:write_tool", False),
-    "edit": (_EDIT, _EDIT_SCHEMA, "_files:edit_tool", False),
-    "apply_patch": (_APPLY_PATCH, _APPLY_PATCH_SCHEMA, "_files:apply_patch_tool", False),
-    "question": (_QUESTION, _QUESTION_SCHEMA, "_interact:question_tool", False),
-    "todowrite": (_TODOWRITE, _TODOWRITE_SCHEMA, "_interact:todowrite_tool", False),
-    "grep": (_GREP, _GREP_SCHEMA, "_search:grep_tool", False),
-    "glob": (_GLOB, _GLOB_SCHEMA, "_search:glob_tool", False),
-    "bash": (_BASH, _BASH_SCHEMA, "_shell:bash_tool", True),
-    "webfetch": (_WEBFETCH, _WEBFETCH_SCHEMA, "_web:webfetch_tool", True),
+    "read": (_READ, _READ_SCHEMA, "_files:read_handler", False),
+    "write": (_WRITE, _WRITE_SCHEMA, "_files:write_handler", False),
+    "edit": (_EDIT, _EDIT_SCHEMA, "_files:edit_handler", False),
+    "apply_patch": (_APPLY_PATCH, _APPLY_PATCH_SCHEMA, "_files:apply_patch_handler", False),
+    "question": (_QUESTION, _QUESTION_SCHEMA, "_interact:question_handler", False),
+    "todowrite": (_TODOWRITE, _TODOWRITE_SCHEMA, "_interact:todowrite_handler", False),
+    "grep": (_GREP, _GREP_SCHEMA, "_search:grep_handler", False),
+    "glob": (_GLOB, _GLOB_SCHEMA, "_search:glob_handler", False),
+    "bash": (_BASH, _BASH_SCHEMA, "_shell:bash_handler", True),
+    "webfetch": (_WEBFETCH, _WEBFETCH_SCHEMA, "_web:webfetch_handler", True),
 }
 
 
-def description(name: str, limits: Limits) -> str:
+def _description(name: str, limits: Limits) -> str:
     """Return the description of built-in ``name`` as built with ``limits``."""
     template = _DECLARED[name][0]
     if name == "read":
@@ -288,33 +289,22 @@ def description(name: str, limits: Limits) -> str:
     return template
 
 
-def _fresh(value: Any) -> Any:
-    """Copy JSON data (dicts, lists, scalars): several times faster than `copy.deepcopy`."""
-    if isinstance(value, dict):
-        return {key: _fresh(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fresh(item) for item in value]
-    return value
-
-
-def input_schema(name: str) -> dict[str, Any]:
+def _input_schema(name: str) -> dict[str, Any]:
     """Return a fresh copy of the input schema of built-in ``name``."""
-    schema: dict[str, Any] = _fresh(_DECLARED[name][1])
+    schema: dict[str, Any] = copy.deepcopy(_DECLARED[name][1])
     return schema
 
 
 def _lazy_handler(name: str, settings: BuiltinSettings) -> Handler:
-    """Return a handler that builds the real tool on its first call, then delegates."""
+    """Return a handler that loads the implementation on its first call, then delegates."""
     target, is_async = _DECLARED[name][2:]
     module, _, factory = target.partition(":")
     real: list[Handler] = []
 
     def resolve() -> Handler:
-        if not real:  # two racing first calls build two equal tools; either is fine
-            built: Tool = getattr(importlib.import_module(f".{module}", __package__), factory)(
-                settings
-            )
-            real.append(built.handler)
+        if not real:  # two racing first calls build two equal handlers; either is fine
+            make = getattr(importlib.import_module(f".{module}", __package__), factory)
+            real.append(make(settings))
         return real[0]
 
     if is_async:
@@ -334,11 +324,11 @@ def _lazy_handler(name: str, settings: BuiltinSettings) -> Handler:
 
 def _factory(name: str) -> BuiltinFactory:
     def build(settings: BuiltinSettings) -> Tool:
-        schema = input_schema(name)
+        schema = _input_schema(name)
         return Tool(
             name,
             _lazy_handler(name, settings),
-            description(name, settings.limits),
+            _description(name, settings.limits),
             schema,
             "builtin",
             schema_validator(schema),

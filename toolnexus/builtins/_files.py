@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
-from toolnexus.builtins._common import MAX_PATH, builtin_tool, os_error, path_locks, whole_number
-from toolnexus.builtins._declared import description, input_schema
+from toolnexus.builtins._common import MAX_PATH, guarded, os_error, path_locks, whole_number
 from toolnexus.builtins._text import (
     BOM,
     TextFile,
@@ -36,9 +35,9 @@ from toolnexus.builtins._text import (
     match_line_endings,
 )
 from toolnexus.builtins._workspace import Workspace
-from toolnexus.tool import Tool, ToolContext, ToolError
+from toolnexus.tool import Handler, ToolContext, ToolError
 
-__all__ = ["apply_patch_tool", "edit_tool", "read_tool", "write_tool"]
+__all__ = ["apply_patch_handler", "edit_handler", "read_handler", "write_handler"]
 
 _MOST_LINES = 1_000_000_000
 """Largest ``offset`` / ``limit`` accepted by ``read``."""
@@ -193,8 +192,8 @@ def read_window(path: Path, shown: str, offset: int, limit: int, limits: Limits)
     )
 
 
-def read_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``read`` tool for ``settings``' workspace."""
+def read_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``read`` tool for ``settings``' workspace."""
     ws, limits = Workspace(settings), settings.limits
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -208,7 +207,7 @@ def read_tool(settings: BuiltinSettings) -> Tool:
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
 
-    return builtin_tool("read", handler, description("read", limits), input_schema("read"))
+    return guarded(handler)
 
 
 # -- write ------------------------------------------------------------------------------
@@ -228,8 +227,8 @@ def _style_of(path: Path) -> tuple[int, TextFile]:
     return size, TextFile(text.removeprefix(BOM), bom=text.startswith(BOM))
 
 
-def write_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``write`` tool for ``settings``' workspace."""
+def write_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``write`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -253,9 +252,7 @@ def write_tool(settings: BuiltinSettings) -> Tool:
         kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
         return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
-    return builtin_tool(
-        "write", handler, description("write", settings.limits), input_schema("write")
-    )
+    return guarded(handler)
 
 
 # -- edit -------------------------------------------------------------------------------
@@ -311,8 +308,8 @@ def _replace(text: str, old: str, new: str, replace_all: bool, shown: str) -> tu
     return result, f"replaced {count} {noun} (line{'s' if len(lines) > 1 else ''} {where})"
 
 
-def edit_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``edit`` tool for ``settings``' workspace."""
+def edit_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``edit`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -332,7 +329,7 @@ def edit_tool(settings: BuiltinSettings) -> Tool:
             _write(path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
-    return builtin_tool("edit", handler, description("edit", settings.limits), input_schema("edit"))
+    return guarded(handler)
 
 
 # -- apply_patch ------------------------------------------------------------------------
@@ -405,8 +402,8 @@ class _PatchFiles:
         return failed
 
 
-def apply_patch_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``apply_patch`` tool for ``settings``' workspace."""
+def apply_patch_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``apply_patch`` tool for ``settings``' workspace."""
     ws = Workspace(settings)
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -435,9 +432,4 @@ def apply_patch_tool(settings: BuiltinSettings) -> Tool:
             files.commit(payloads)
         return "Patch applied:\n" + "\n".join(plan.summary)
 
-    return builtin_tool(
-        "apply_patch",
-        handler,
-        description("apply_patch", settings.limits),
-        input_schema("apply_patch"),
-    )
+    return guarded(handler)

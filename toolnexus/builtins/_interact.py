@@ -23,11 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import builtin_tool
-from toolnexus.builtins._declared import description, input_schema
-from toolnexus.tool import Request, Tool, ToolContext, ToolError, ToolResult
+from toolnexus.builtins._common import guarded
+from toolnexus.tool import Handler, Request, ToolContext, ToolError, ToolResult
 
-__all__ = ["question_tool", "render_prompt", "render_todos", "todowrite_tool"]
+__all__ = ["question_handler", "render_prompt", "render_todos", "todowrite_handler"]
 
 
 def render_prompt(questions: Sequence[Mapping[str, Any]]) -> str:
@@ -94,8 +93,8 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-def question_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``question`` tool, which suspends with a ``kind="question"`` Request."""
+def question_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of ``question``, which suspends with a ``kind="question"`` Request."""
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         questions: list[dict[str, Any]] = args["questions"]
@@ -114,9 +113,7 @@ def question_tool(settings: BuiltinSettings) -> Tool:
             metadata={"pending": request},
         )
 
-    return builtin_tool(
-        "question", handler, description("question", settings.limits), input_schema("question")
-    )
+    return guarded(handler)
 
 
 def render_todos(todos: Sequence[Mapping[str, Any]]) -> str:
@@ -147,8 +144,8 @@ def _check_todos(todos: list[dict[str, Any]]) -> None:
         seen[todo["id"]] = index
 
 
-def todowrite_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``todowrite`` tool: stateless, each call replaces and renders the list."""
+def todowrite_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of ``todowrite``: stateless, each call replaces and renders the list."""
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         todos: list[dict[str, Any]] = args["todos"]
@@ -157,6 +154,4 @@ def todowrite_tool(settings: BuiltinSettings) -> Tool:
             return ToolResult("Todo list cleared (0 todos).", metadata={"todos": []})
         return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
 
-    return builtin_tool(
-        "todowrite", handler, description("todowrite", settings.limits), input_schema("todowrite")
-    )
+    return guarded(handler)

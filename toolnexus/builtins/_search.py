@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import builtin_tool, clip, whole_number
-from toolnexus.builtins._declared import description, input_schema
+from toolnexus.builtins._common import clip, guarded, whole_number
 from toolnexus.builtins._match import (
     GENERATED_DIRS,
     VCS_DIRS,
@@ -29,9 +28,9 @@ from toolnexus.builtins._match import (
 )
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
-from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
-__all__ = ["glob_tool", "grep_tool"]
+__all__ = ["glob_handler", "grep_handler"]
 
 DEFAULT_LIMIT = 100
 _MOST_RESULTS = 1_000_000_000
@@ -212,24 +211,23 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     return body
 
 
-def _search_tool(
-    name: str,
+def _search_handler(
     run: Callable[[BuiltinSettings, Workspace, dict[str, Any]], str],
     settings: BuiltinSettings,
-) -> Tool:
+) -> Handler:
     workspace = Workspace(settings)
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(run(settings, workspace, args))
 
-    return builtin_tool(name, handler, description(name, settings.limits), input_schema(name))
+    return guarded(handler)
 
 
-def grep_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``grep`` tool for ``settings``' workspace."""
-    return _search_tool("grep", _run_grep, settings)
+def grep_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``grep`` tool for ``settings``' workspace."""
+    return _search_handler(_run_grep, settings)
 
 
-def glob_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``glob`` tool for ``settings``' workspace."""
-    return _search_tool("glob", _run_glob, settings)
+def glob_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``glob`` tool for ``settings``' workspace."""
+    return _search_handler(_run_glob, settings)

@@ -26,16 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from toolnexus._registry import BuiltinSettings, Limits
-from toolnexus.builtins._common import builtin_tool, positive_number
-from toolnexus.builtins._declared import description, input_schema
+from toolnexus.builtins._common import guarded, positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
-from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["bash_tool"]
+__all__ = ["bash_handler"]
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 86_400_000
@@ -245,8 +244,8 @@ def _result(text: str, code: int | None, outcome: _Outcome, timeout: float) -> T
     return ToolResult(body, metadata=meta)
 
 
-def bash_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``bash`` tool; commands run in ``settings.root`` unless ``workdir`` says."""
+def bash_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of ``bash``; commands run in ``settings.root`` unless ``workdir`` says."""
     workspace = Workspace(settings)
 
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -267,4 +266,4 @@ def bash_tool(settings: BuiltinSettings) -> Tool:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings)
 
-    return builtin_tool("bash", handler, description("bash", settings.limits), input_schema("bash"))
+    return guarded(handler)

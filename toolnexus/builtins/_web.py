@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import builtin_tool, positive_number
-from toolnexus.builtins._declared import WEBFETCH_FORMATS, description, input_schema
+from toolnexus.builtins._common import guarded, positive_number
 from toolnexus.builtins._output import cap
-from toolnexus.tool import Tool, ToolContext, ToolError, ToolResult
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["MAX_DOWNLOAD_BYTES", "html_to_markdown", "html_to_text", "webfetch_tool"]
+__all__ = ["MAX_DOWNLOAD_BYTES", "html_to_markdown", "html_to_text", "webfetch_handler"]
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 3600.0
@@ -29,7 +28,6 @@ MAX_TIMEOUT_S = 3600.0
 MAX_DOWNLOAD_BYTES = 5_000_000
 """Bytes of a response body read at most; the rest is not downloaded."""
 _ERROR_BODY_CHARS = 1000
-_FORMATS = WEBFETCH_FORMATS
 
 _TEXT_TYPES = (
     "application/json",
@@ -196,12 +194,10 @@ async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
     return ToolResult(output or "(empty response body)", metadata=meta)
 
 
-def webfetch_tool(settings: BuiltinSettings) -> Tool:
-    """Build the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
+def webfetch_handler(settings: BuiltinSettings) -> Handler:
+    """Return the handler of the ``webfetch`` tool (HTTP GET of ``http``/``https`` URLs only)."""
 
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _fetch(settings, args)
 
-    return builtin_tool(
-        "webfetch", handler, description("webfetch", settings.limits), input_schema("webfetch")
-    )
+    return guarded(handler)
