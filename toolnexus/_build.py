@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import toolnexus.builtins  # noqa: F401  (importing it registers the ten built-ins)
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
 from toolnexus._skills import Skill, found_skills, skill_tool
 from toolnexus.errors import ConfigError
@@ -30,8 +31,6 @@ def _skill_dirs(skills: SkillDirs) -> list[Path]:
 
 def _builtin_names(option: BuiltinsOption) -> list[str]:
     """Names of the built-ins that ``option`` turns on, in registry order."""
-    import toolnexus.builtins  # noqa: F401  (fills the registry)
-
     if option is True:
         return list(BUILTINS)
     if option is False:

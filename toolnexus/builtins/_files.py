@@ -17,6 +17,7 @@ were shown and how to get more. The prefix is not part of the file.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import re
 import stat
@@ -25,6 +26,7 @@ from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._common import MAX_PATH, guarded, os_error, path_locks, whole_number
+from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
     TextFile,
@@ -58,8 +60,6 @@ def _resolve(ws: Workspace, path: str, *, write: bool = False) -> Path:
 
 
 def _not_found(path: Path, shown: str) -> ToolError:
-    import difflib  # only for this hint: keeps building a toolkit fast
-
     hint = ""
     with contextlib.suppress(OSError):
         close = difflib.get_close_matches(path.name, os.listdir(path.parent), n=3)
@@ -407,9 +407,6 @@ def apply_patch_handler(settings: BuiltinSettings) -> Handler:
     ws = Workspace(settings)
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str:
-        # The patch engine is loaded by the first patch: building a toolkit stays fast.
-        from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
-
         files = _PatchFiles(ws, settings.limits)
         with contextlib.ExitStack() as held:
             try:

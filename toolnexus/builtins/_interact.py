@@ -19,6 +19,8 @@ Example::
 from __future__ import annotations
 
 import copy
+import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,8 +60,6 @@ def _check_questions(questions: list[dict[str, Any]]) -> None:
 
 
 def _answered(answer: object, request_id: str | None) -> ToolResult:
-    import json  # on first answer: keeps building a toolkit fast
-
     if not isinstance(answer, Mapping):
         return ToolResult(
             "The answer to the question(s) is not a mapping with `id`, `ok` and `data` "
@@ -88,8 +88,6 @@ def _answered(answer: object, request_id: str | None) -> ToolResult:
 
 
 def _new_id() -> str:
-    import uuid  # on first use: keeps building a toolkit fast
-
     return uuid.uuid4().hex
 
 

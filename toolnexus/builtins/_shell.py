@@ -17,22 +17,20 @@ your own for untrusted models.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._common import guarded, positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    import asyncio
 
 __all__ = ["bash_handler"]
 
@@ -89,16 +87,10 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-class _Shell:
-    """Collects the output of one command and tells when it exited and its pipe closed.
-
-    An ``asyncio.SubprocessProtocol`` by its methods; not a subclass, so that building a
-    toolkit does not import asyncio.
-    """
+class _Shell(asyncio.SubprocessProtocol):
+    """Collects the output of one command and tells when it exited and its pipe closed."""
 
     def __init__(self, out: _Output) -> None:
-        import asyncio
-
         self.out = out
         self.exited = asyncio.Event()
         self.drained = asyncio.Event()
@@ -113,40 +105,25 @@ class _Shell:
     def process_exited(self) -> None:
         self.exited.set()
 
-    def connection_made(self, transport: object) -> None:
-        pass
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        pass
-
-    def pause_writing(self) -> None:
-        pass
-
-    def resume_writing(self) -> None:
-        pass
-
 
 async def _within(event: asyncio.Event, seconds: float) -> bool:
     """Wait up to ``seconds`` for ``event``; tell whether it is set."""
-    import asyncio
-
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await event.wait()
     return event.is_set()
 
 
+@dataclass
 class _Outcome:
     """How a command ended, besides its exit code."""
 
-    __slots__ = ("escaped", "stopped_background", "timed_out")
-
-    def __init__(self) -> None:
-        self.timed_out = False
-        self.stopped_background = False
-        """Background processes in the group still held the output and were killed."""
-        self.escaped = False
-        """A process that left the process group (setsid) still holds the output."""
+    timed_out: bool = False
+    """The command ran past its timeout and its process group was killed."""
+    stopped_background: bool = False
+    """Background processes in the group still held the output and were killed."""
+    escaped: bool = False
+    """A process that left the process group (setsid) still holds the output."""
 
 
 def _environment(hidden: frozenset[str]) -> dict[str, str]:
@@ -156,14 +133,12 @@ def _environment(hidden: frozenset[str]) -> dict[str, str]:
 async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSettings) -> ToolResult:
     limits = settings.limits
     shell = shutil.which("bash") or "/bin/sh"
-    import asyncio
-
     out = _Output(keep=limits.max_bytes)
     protocol = _Shell(out)
     loop = asyncio.get_running_loop()
     starting = asyncio.ensure_future(
         loop.subprocess_exec(
-            lambda: cast("asyncio.SubprocessProtocol", protocol),
+            lambda: protocol,
             shell,
             "-c",
             command,
@@ -188,22 +163,21 @@ async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSetting
             started.close()
         raise
     pid = transport.get_pid()
-    shell_proc = protocol
     outcome = _Outcome()
     try:
-        if not await _within(shell_proc.exited, seconds):
+        if not await _within(protocol.exited, seconds):
             outcome.timed_out = True
             _kill_group(pid)
-            await _within(shell_proc.exited, _DRAIN_GRACE_S)
+            await _within(protocol.exited, _DRAIN_GRACE_S)
         # Background processes may still hold the output pipe open after the shell exits.
-        if not await _within(shell_proc.drained, _DRAIN_GRACE_S):
+        if not await _within(protocol.drained, _DRAIN_GRACE_S):
             outcome.stopped_background = not outcome.timed_out
             _kill_group(pid)
-            outcome.escaped = not await _within(shell_proc.drained, _DRAIN_GRACE_S)
+            outcome.escaped = not await _within(protocol.drained, _DRAIN_GRACE_S)
     except BaseException:  # cancelled: leave no process behind
         _kill_group(pid)
         transport.close()
-        await asyncio.shield(_within(shell_proc.exited, _DRAIN_GRACE_S))
+        await asyncio.shield(_within(protocol.exited, _DRAIN_GRACE_S))
         raise
     # Closes the pipe even while a process that left the group still holds it open.
     transport.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,8 +113,6 @@ def atomic_write(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = _NEW_FILE_MODE
-    import tempfile  # on first write: keeps building a toolkit fast
-
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

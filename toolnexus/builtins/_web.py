@@ -1,24 +1,25 @@
 """The ``webfetch`` built-in tool: HTTP GET a URL and return it as Markdown, text or HTML.
 
 Only ``http`` and ``https`` URLs are fetched (never ``file://`` or other schemes). The
-body is read up to `MAX_DOWNLOAD_BYTES`; HTML is converted with ``markdownify`` (imported
-on first use) or stripped to plain text; non-text content types are refused with a clear
-message; a non-2xx status is an error that shows the status and the start of the body.
+body is read up to `MAX_DOWNLOAD_BYTES`; HTML is converted with ``markdownify`` or
+stripped to plain text; non-text content types are refused with a clear message; a
+non-2xx status is an error that shows the status and the start of the body.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpx
+from markdownify import markdownify
 
 from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._common import guarded, positive_number
+from toolnexus.builtins._html import TextExtractor
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["MAX_DOWNLOAD_BYTES", "html_to_markdown", "html_to_text", "webfetch_handler"]
 
@@ -75,8 +76,6 @@ def html_to_text(html: str) -> str:
 
         html_to_text("<p>a &amp; b</p><script>x()</script>")   # "a & b"
     """
-    from toolnexus.builtins._html import TextExtractor  # html.parser only when needed
-
     parser = TextExtractor()
     parser.feed(html)
     parser.close()
@@ -94,8 +93,6 @@ def html_to_markdown(html: str) -> str:
         html_to_markdown("<h1>Title</h1><p>a &amp; <b>b</b></p>")
         # "# Title", a blank line, then "a & **b**"
     """
-    from markdownify import markdownify
-
     cleaned = re.sub(
         r"<(script|style|noscript|template)\b[^>]*>.*?</\1\s*>", "", html, flags=re.I | re.S
     )
@@ -123,8 +120,6 @@ def _check_args(args: dict[str, Any]) -> tuple[str, str, float]:
 
 
 async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bool]:
-    import httpx  # imported on first use: building a toolkit stays fast
-
     headers = {
         "User-Agent": "toolnexus-webfetch/0.1",
         "Accept": "text/html, text/*;q=0.9, */*;q=0.5",
