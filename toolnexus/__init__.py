@@ -44,13 +44,8 @@ if TYPE_CHECKING:
     from toolnexus._http import http_tool
     from toolnexus._mcp import McpServerStatus, mcp_status
     from toolnexus._registry import Limits
-    from toolnexus._skills import (
-        Skill,
-        SkillInventory,
-        SkippedSkill,
-        list_skills,
-        skills_prompt,
-    )
+    from toolnexus._skill_tool import skills_prompt
+    from toolnexus._skills import Skill, SkillInventory, SkippedSkill, list_skills
     from toolnexus.adapter import to_anthropic, to_gemini, to_openai
 
 _LAZY = {
@@ -67,7 +62,7 @@ _LAZY = {
     "SkillInventory": "toolnexus._skills",
     "SkippedSkill": "toolnexus._skills",
     "list_skills": "toolnexus._skills",
-    "skills_prompt": "toolnexus._skills",
+    "skills_prompt": "toolnexus._skill_tool",
     "to_anthropic": "toolnexus.adapter",
     "to_gemini": "toolnexus.adapter",
     "to_openai": "toolnexus.adapter",

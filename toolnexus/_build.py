@@ -10,7 +10,8 @@ from typing import Any
 
 import toolnexus.builtins  # noqa: F401  (importing it registers the ten built-ins)
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
-from toolnexus._skills import Skill, found_skills, skill_tool
+from toolnexus._skill_tool import skill_tool
+from toolnexus._skills import Skill, found_skills
 from toolnexus.errors import ConfigError
 from toolnexus.tool import Resource, Tool, Toolkit
 

@@ -1,4 +1,4 @@
-"""Agent skills: find ``SKILL.md`` folders and serve them to a model through the ``skill`` tool.
+"""Agent skills on disk: find ``SKILL.md`` folders and read them into `Skill` values.
 
 A skill is a folder holding a ``SKILL.md`` file: YAML frontmatter between ``---`` fences with
 a ``name`` (required) and a ``description`` (optional), then Markdown instructions (the body).
@@ -33,37 +33,28 @@ Example::
 
 from __future__ import annotations
 
-import copy
+import codecs
 import functools
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from toolnexus._schema import schema_validator
-from toolnexus.errors import ConfigError
-from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
-
-if TYPE_CHECKING:
-    from toolnexus._skill_records import SkillInventory, SkippedSkill
+from typing import Any, Literal
 
 __all__ = [
     "Skill",
     "SkillInventory",
     "SkipReason",
     "SkippedSkill",
-    "discover_skills",
     "found_skills",
+    "is_file",
     "list_skills",
-    "skill_tool",
-    "skills_prompt",
+    "walk_files",
 ]
 
 SKILL_FILE = "SKILL.md"
-_BOM = b"\xef\xbb\xbf"
 
 SkipReason = Literal["missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"]
 """Why a ``SKILL.md`` (or a skills directory) did not become a skill."""
@@ -87,17 +78,26 @@ class Skill:
     """The Markdown after the frontmatter, without leading and trailing whitespace."""
 
 
-def __getattr__(name: str) -> Any:
-    """Load `SkillInventory` and `SkippedSkill` on first use (`build` needs neither)."""
-    if name in ("SkillInventory", "SkippedSkill"):
-        from toolnexus import _skill_records
+@dataclass(frozen=True, slots=True)
+class SkippedSkill:
+    """A ``SKILL.md`` (or a skills directory) that discovery passed over, and why."""
 
-        return getattr(_skill_records, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    path: Path
+    """Absolute path of the file or directory concerned."""
+    reason: SkipReason
+    """One of ``missing-name``, ``malformed-frontmatter``, ``duplicate-name``, ``unreadable``."""
+    detail: str = ""
+    """A human-readable explanation (the YAML error and its line, the OS error...)."""
 
 
-_Skip = tuple[str, SkipReason, str]
-"""A skipped file or directory before it becomes a `SkippedSkill`: (path, reason, detail)."""
+@dataclass(frozen=True, slots=True)
+class SkillInventory:
+    """What discovery found: the skills, in walk order, and the files it skipped."""
+
+    skills: tuple[Skill, ...] = ()
+    """The skills, in deterministic walk order (sorted by path)."""
+    skipped: tuple[SkippedSkill, ...] = ()
+    """Everything passed over, each with a reason."""
 
 
 # --- walking -------------------------------------------------------------------------------
@@ -110,18 +110,15 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _is_file(entry: os.DirEntry[str]) -> bool:
+def is_file(entry: os.DirEntry[str]) -> bool:
+    """Tell whether ``entry`` is a file (following symlinks); ``False`` when it cannot be read."""
     try:
         return entry.is_file()
     except OSError:
         return False
 
 
-def _entry_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
-
-
-def _walk_files(
+def walk_files(
     top: str,
     visited: set[tuple[int, int]],
     errors: list[tuple[str, OSError]],
@@ -142,13 +139,13 @@ def _walk_files(
     visited.add(key)
     try:
         with os.scandir(top) as listing:
-            entries = sorted(listing, key=_entry_name)
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as exc:
         errors.append((top, exc))
         return
     for entry in entries:
         if _is_dir(entry):
-            yield from _walk_files(entry.path, visited, errors)
+            yield from walk_files(entry.path, visited, errors)
         else:
             yield entry
 
@@ -165,63 +162,6 @@ class _BadNameError(_MalformedError):
 
 
 _CLOSING_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-# One `key: value` line whose value YAML reads as plain text (or null): no quotes, block
-# scalars, flow collections, anchors, tags, comments or nested `: `. Anything else goes to
-# PyYAML. The value check mirrors the characters YAML accepts in a plain scalar.
-_SIMPLE_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(?:[ \t]+(.*?))?[ \t]*")
-# YAML's printable characters minus line breaks, written as the complement (the same set)
-# because the negated class compiles ~20x faster than the list of ranges.
-_PLAIN_CHAR = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
-# Characters a plain scalar cannot start with (YAML indicators, and a space).
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` ")
-
-
-@functools.cache
-def _plain_value() -> re.Pattern[str]:
-    """Return the full plain-scalar pattern, compiled on first use (for non-ASCII values)."""
-    return re.compile(
-        r"(?![-?:,\[\]{}#&*!|>'\"%@` ])" + _PLAIN_CHAR + r"(?:(?!: | #)" + _PLAIN_CHAR + ")*"
-    )
-
-
-def _is_plain(value: str) -> bool:
-    """Tell whether YAML reads the non-empty ``value`` as plain text (as `_plain_value` does).
-
-    For ASCII text the printable characters are exactly what ``isprintable`` accepts, so the
-    check needs no regular expression (compiling the Unicode one costs about a millisecond).
-    """
-    if value.isascii():
-        return (
-            value.isprintable()
-            and value[0] not in _INDICATORS
-            and ": " not in value
-            and " #" not in value
-        )
-    return _plain_value().fullmatch(value) is not None
-
-
-def _simple_frontmatter(source: str) -> dict[str, str | None] | None:
-    """Read frontmatter made only of ``key: plain text`` lines without PyYAML (fast path).
-
-    Returns ``None`` when any line needs the full YAML parser. For the lines it accepts the
-    result equals what `_yaml_frontmatter` returns; a test pins that.
-    """
-    values: dict[str, str | None] = {}
-    for line in source.split("\n"):
-        if not line or line.startswith("#"):
-            continue
-        match = _SIMPLE_LINE.fullmatch(line)
-        if match is None or match[1] in _NULLS:
-            return None
-        value = match[2] or ""
-        if value in _NULLS:
-            values[match[1]] = None
-        elif _is_plain(value) and not value.endswith(":"):
-            values[match[1]] = value
-        else:
-            return None
-    return values
 
 
 def _raw_scalar(loader: Any, node: Any) -> str:
@@ -290,8 +230,7 @@ def _parse(text: str) -> tuple[str | None, str | None, str]:
     source, body = _split_frontmatter(text.replace("\r\n", "\n"))
     if source is None:
         return None, None, body
-    meta = _simple_frontmatter(source)
-    parsed = meta if meta is not None else _yaml_frontmatter(source)
+    parsed = _yaml_frontmatter(source)
     if parsed is None:
         return None, None, body
     if not isinstance(parsed, dict):
@@ -299,27 +238,27 @@ def _parse(text: str) -> tuple[str | None, str | None, str]:
     return _text_field(parsed, "name"), _text_field(parsed, "description"), body
 
 
-def _load_skill(path: str) -> Skill | _Skip:
+def _load_skill(path: str) -> Skill | SkippedSkill:
     try:
         with open(path, "rb") as file:
             raw = file.read()
     except OSError as exc:
-        return path, "unreadable", exc.strerror or str(exc)
-    bom = len(_BOM) if raw.startswith(_BOM) else 0
-    try:  # not raw.decode("utf-8-sig"): its codec module costs ~2 ms to import
+        return SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc))
+    bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
         text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        at = bom + exc.start
+        at = bom + exc.start  # the offset in the file, as an editor shows it
         detail = f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
-        return path, "unreadable", detail
+        return SkippedSkill(Path(path), "unreadable", detail)
     try:
         name, description, body = _parse(text)
     except _BadNameError as exc:
-        return path, "missing-name", str(exc)
+        return SkippedSkill(Path(path), "missing-name", str(exc))
     except _MalformedError as exc:
-        return path, "malformed-frontmatter", str(exc)
+        return SkippedSkill(Path(path), "malformed-frontmatter", str(exc))
     if name is None:
-        return path, "missing-name", "the frontmatter has no `name`"
+        return SkippedSkill(Path(path), "missing-name", "the frontmatter has no `name`")
     return Skill(name, description, Path(os.path.dirname(path)), Path(path), body)
 
 
@@ -332,46 +271,36 @@ def _as_dirs(dirs: SkillDirs) -> list[str]:
     return [os.fspath(d) for d in dirs]
 
 
-def _scan(dirs: SkillDirs) -> tuple[list[Skill], list[_Skip], list[str]]:
-    """Return the skills under ``dirs``, what was skipped, and the duplicate-name notes."""
+def _discover(dirs: SkillDirs) -> tuple[SkillInventory, list[str]]:
+    """Return what is under ``dirs`` and the duplicate-name notes to warn about."""
     skills: dict[str, Skill] = {}
-    skipped: list[_Skip] = []
+    skipped: list[SkippedSkill] = []
     duplicates: list[str] = []
     visited: set[tuple[int, int]] = set()
     for given in _as_dirs(dirs):
         top = os.path.abspath(given)
         if not os.path.isdir(top):
             why = "does not exist" if not os.path.exists(top) else "is not a directory"
-            skipped.append((top, "unreadable", f"skills directory {why}"))
+            skipped.append(SkippedSkill(Path(top), "unreadable", f"skills directory {why}"))
             continue
         errors: list[tuple[str, OSError]] = []
-        for entry in _walk_files(top, visited, errors):
+        for entry in walk_files(top, visited, errors):
             if entry.name != SKILL_FILE:
                 continue
             found = _load_skill(entry.path)
-            if not isinstance(found, Skill):
+            if isinstance(found, SkippedSkill):
                 skipped.append(found)
             elif found.name in skills:
                 first = skills[found.name].path
-                skipped.append(
-                    (os.fspath(found.path), "duplicate-name", f"name already used by {first}")
-                )
+                detail = f"name already used by {first}"
+                skipped.append(SkippedSkill(found.path, "duplicate-name", detail))
                 duplicates.append(f"{found.path} (first: {first})")
             else:
                 skills[found.name] = found
-        skipped.extend((path, "unreadable", exc.strerror or str(exc)) for path, exc in errors)
-    return list(skills.values()), skipped, duplicates
-
-
-def _discover(dirs: SkillDirs) -> tuple[SkillInventory, list[str]]:
-    from toolnexus._skill_records import SkillInventory, SkippedSkill
-
-    skills, skipped, duplicates = _scan(dirs)
-    inventory = SkillInventory(
-        tuple(skills),
-        tuple(SkippedSkill(Path(path), reason, detail) for path, reason, detail in skipped),
-    )
-    return inventory, duplicates
+        skipped += (
+            SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc)) for path, exc in errors
+        )
+    return SkillInventory(tuple(skills.values()), tuple(skipped)), duplicates
 
 
 def _warn_duplicates(duplicates: list[str], stacklevel: int) -> None:
@@ -383,18 +312,11 @@ def _warn_duplicates(duplicates: list[str], stacklevel: int) -> None:
         )
 
 
-def discover_skills(dirs: SkillDirs) -> SkillInventory:
-    """Find every skill under ``dirs``; see `list_skills`."""
-    inventory, duplicates = _discover(dirs)
-    _warn_duplicates(duplicates, stacklevel=3)
-    return inventory
-
-
 def found_skills(dirs: SkillDirs) -> list[Skill]:
     """Return just the skills under ``dirs`` (what `build` needs), warning on duplicates."""
-    skills, _, duplicates = _scan(dirs)
+    inventory, duplicates = _discover(dirs)
     _warn_duplicates(duplicates, stacklevel=3)
-    return skills
+    return list(inventory.skills)
 
 
 def list_skills(dirs: SkillDirs) -> SkillInventory:
@@ -413,149 +335,3 @@ def list_skills(dirs: SkillDirs) -> SkillInventory:
     inventory, duplicates = _discover(dirs)
     _warn_duplicates(duplicates, stacklevel=2)
     return inventory
-
-
-# --- the skill tool ------------------------------------------------------------------------
-
-SKILL_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"name": {"type": "string"}},
-    "required": ["name"],
-    "additionalProperties": False,
-}
-
-_TOOL_INTRO = (
-    "Load a skill: specialized instructions and workflows for one kind of task, with the "
-    "files that come with it (scripts, references). When a task matches a skill's "
-    "description, call this tool with the skill's name before you start, then follow the "
-    "instructions it returns. Relative paths in a skill are relative to its base directory."
-)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _sibling_files(skill: Skill, limit: int) -> list[str]:
-    """Up to ``limit`` files under the skill's folder, sorted by path, minus its SKILL.md."""
-    files: list[str] = []
-    if limit == 0:
-        return files
-    own = os.fspath(skill.path)
-    for entry in _walk_files(os.fspath(skill.directory), set(), []):
-        if entry.path != own and _is_file(entry):
-            files.append(entry.path)
-            if len(files) == limit:
-                break
-    return files
-
-
-def _attribute(text: str) -> str:
-    """Quote ``text`` for an XML attribute: ``&``, ``<`` and ``"`` only (normal names pass)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
-
-
-def _render(skill: Skill, sample: int) -> str:
-    parts = [
-        f'<skill_content name="{_attribute(skill.name)}">',
-        f"# Skill: {skill.name}",
-        "",
-        skill.body,
-        "",
-        f"Base directory for this skill: {skill.directory.as_uri()}",
-        "Relative paths in this skill (e.g., scripts/, reference/) are relative to this base "
-        "directory.",
-    ]
-    if sample != -1:
-        files = _sibling_files(skill, sample)
-        parts += ["Note: file list is sampled.", "", "<skill_files>"]
-        parts += [f"<file>{path}</file>" for path in files] if files else [""]
-        parts.append("</skill_files>")
-    parts.append("</skill_content>")
-    return "\n".join(parts)
-
-
-def _describe(skills: Iterable[Skill]) -> str:
-    lines = [
-        f"- {s.name}: {_one_line(s.description)}" if s.description else f"- {s.name}"
-        for s in sorted(skills, key=lambda s: s.name)
-    ]
-    if not lines:
-        return _TOOL_INTRO
-    return _TOOL_INTRO + "\n\nAvailable skills:\n" + "\n".join(lines)
-
-
-def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
-    """Return the ``skill`` tool (source ``"skill"``) that serves ``skills`` by name.
-
-    The result is the skill's instructions in a ``<skill_content>`` block with its base
-    directory as a ``file://`` URI and up to ``sample`` files of its folder (sorted by
-    path, listed when the tool is called): ``0`` keeps an empty ``<skill_files>`` block,
-    ``-1`` leaves the list and its note out. An unknown name is an error result that
-    lists the available names. When two skills share a name, the first is served.
-
-    Example::
-
-        inventory = toolnexus.list_skills("examples/skills")
-        tool = skill_tool(inventory.skills, sample=5)
-        result = toolnexus.execute(toolnexus.toolkit([tool]), "skill", {"name": "hello-world"})
-    """
-    if sample < -1:
-        raise ConfigError(f"sample must be -1 (no file list) or a count >= 0, not {sample}")
-    by_name: dict[str, Skill] = {}
-    for skill in skills:
-        by_name.setdefault(skill.name, skill)
-
-    def load(args: dict[str, Any], context: ToolContext) -> ToolResult:
-        name = args["name"]
-        skill = by_name.get(name)
-        if skill is None:
-            available = ", ".join(sorted(by_name)) or "none"
-            return ToolResult(
-                f'Skill "{name}" not found. Available skills: {available}', is_error=True
-            )
-        metadata = {"name": skill.name, "directory": os.fspath(skill.directory)}
-        return ToolResult(_render(skill, sample), metadata=metadata)
-
-    schema = copy.deepcopy(SKILL_INPUT_SCHEMA)
-    return Tool(
-        "skill",
-        load,
-        _describe(by_name.values()),
-        schema,
-        source="skill",
-        validate=schema_validator(schema),
-    )
-
-
-# --- the catalog ---------------------------------------------------------------------------
-
-_PROMPT_HEADER = (
-    "Skills provide specialized instructions and workflows for specific tasks.\n"
-    "Use the skill tool to load a skill when a task matches its description.\n"
-    "\n"
-    "## Available Skills"
-)
-
-
-def skills_prompt(source: Toolkit | Iterable[Skill]) -> str:
-    """Return the skills catalog for a system prompt, or ``""`` when no skill is described.
-
-    ``source`` is a `Toolkit` (its skills are used) or the skills themselves. Each skill
-    with a description is one ``- **name**: description`` line (the description on one
-    line), sorted by name; skills without a description are left out.
-
-    Example::
-
-        tk = toolnexus.build(skills="examples/skills")
-        system_prompt = "You are a helpful agent. " + toolnexus.skills_prompt(tk)
-    """
-    skills = source.skills if isinstance(source, Toolkit) else tuple(source)
-    lines = [
-        f"- **{s.name}**: {_one_line(s.description)}"
-        for s in sorted(skills, key=lambda s: s.name)
-        if s.description
-    ]
-    if not lines:
-        return ""
-    return _PROMPT_HEADER + "\n" + "\n".join(lines)

@@ -10,7 +10,7 @@ import pytest
 
 import toolnexus as tn
 from toolnexus import Skill
-from toolnexus._skills import SKILL_INPUT_SCHEMA, skill_tool
+from toolnexus._skill_tool import SKILL_INPUT_SCHEMA, skill_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "skills"

@@ -11,13 +11,7 @@ import pytest
 
 import toolnexus as tn
 from toolnexus import Skill, list_skills, skills_prompt
-from toolnexus._skills import (
-    _is_plain,
-    _plain_value,
-    _simple_frontmatter,
-    _yaml_frontmatter,
-    skill_tool,
-)
+from toolnexus._skill_tool import skill_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "skills"
@@ -507,65 +501,6 @@ def test_skills_prompt_of_the_example_and_of_nothing() -> None:
     assert skills_prompt([]) == ""
     undescribed = Skill("x", None, Path("/x"), Path("/x/SKILL.md"), "")
     assert skills_prompt([undescribed]) == ""
-
-
-# --- the fast frontmatter path agrees with PyYAML ------------------------------------------
-
-SIMPLE_SOURCES = [
-    "name: hello-world\ndescription: Greets someone. Use when asked to say hi.",
-    "name: 010\ndescription: yes",
-    "name: x\ndescription: 1.50\nversion: 2024-01-05",
-    "name: x\ndescription: null",
-    "name: x\ndescription: ~",
-    "name: x\ndescription:",
-    "name: x\ndescription: NULL",
-    "name: x   \ndescription: trailing spaces   ",
-    "# comment\nname: x\n\ndescription: a#b and c:d and it's fine",
-    "name: x\ndescription: café ünïcödé — dash 😀",
-    "name: x\nname: y",
-    "yes: x\nname: on",
-    "name: x\ndescription: .inf",
-    "name: x\ndescription: 0x1F",
-    "name: x\ndescription: a -- b ? c ! d",
-    "",
-]
-FALLBACK_SOURCES = [
-    "name: 'quoted'",
-    'name: "quoted"',
-    "name: x\ndescription: >\n  folded",
-    "name: [a]",
-    "name: x # comment",
-    "name: x\ndescription: a: b",
-    "name: x:",
-    "name: -x",
-    "name: &anchor x",
-    "name: !!str x",
-    "name: x\n  continued",
-    "null: x",
-    "name:x",
-    "name: x\tand tab",
-    "name: x\x85y",
-]
-
-
-@pytest.mark.parametrize("source", SIMPLE_SOURCES)
-def test_fast_path_matches_pyyaml(source: str) -> None:
-    fast = _simple_frontmatter(source)
-    assert fast is not None
-    assert fast == (_yaml_frontmatter(source) or {})
-
-
-@pytest.mark.parametrize("source", FALLBACK_SOURCES)
-def test_fast_path_defers_anything_else_to_pyyaml(source: str) -> None:
-    assert _simple_frontmatter(source) is None
-
-
-def test_ascii_plain_check_agrees_with_the_full_pattern() -> None:
-    chars = [chr(c) for c in range(128)]
-    values = [a + b + c for a in chars for b in (" ", ":", "#", "x", "\x7f") for c in chars]
-    values += ["a: b", "a #b", "a:b", "a#b", "x:", "-", "- x", "ok \t", "~"]
-    disagree = [v for v in values if _is_plain(v) != bool(_plain_value().fullmatch(v))]
-    assert disagree == []
 
 
 def test_bom_is_skipped_and_a_bad_byte_is_located_in_the_file(tmp_path: Path) -> None:
