@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,33 +69,30 @@ def _builtin_names(option: BuiltinsOption) -> list[str]:
     return [name for name in BUILTINS if per_tool.get(name, True)]
 
 
-def _assemble(
-    mcp_tools: Iterable[Tool],
-    skills: Sequence[Skill],
-    skill_files: int,
-    builtins: BuiltinsOption,
-    settings: BuiltinSettings,
-    tools: Sequence[Tool],
-    resources: Sequence[Resource],
-) -> Toolkit:
-    own = {tool.name for tool in tools}
-    builtin_tools = [
-        BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
-    ]
-    skill_tools = [skill_tool(skills, sample=skill_files)] if skills else []
-    chosen: dict[str, Tool] = {}
-    for source in (mcp_tools, skill_tools, builtin_tools, tools):
-        for tool in source:
-            kept = chosen.get(tool.name)
-            if kept is None:
-                chosen[tool.name] = tool
-            else:
-                warnings.warn(
-                    f"tool name {tool.name!r} from source {tool.source!r} clashes with the "
-                    f"one from {kept.source!r}; keeping the {kept.source!r} tool",
-                    stacklevel=4,
-                )
-    return Toolkit(chosen.values(), skills=skills, resources=resources)
+@dataclass(frozen=True)
+class _Plan:
+    """The toolkit's tools other than MCP's, made and checked before any MCP server starts."""
+
+    skills: Sequence[Skill]
+    """The skills the ``skill`` tool serves."""
+    sources: tuple[Sequence[Tool], ...]
+    """The skill tool, the built-ins and your tools, in the order they win a name clash."""
+
+    def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
+        """Return the toolkit; on a name clash the first source wins, with a warning."""
+        chosen: dict[str, Tool] = {}
+        for source in (mcp_tools, *self.sources):
+            for tool in source:
+                kept = chosen.get(tool.name)
+                if kept is None:
+                    chosen[tool.name] = tool
+                else:
+                    warnings.warn(
+                        f"tool name {tool.name!r} from source {tool.source!r} clashes with the "
+                        f"one from {kept.source!r}; keeping the {kept.source!r} tool",
+                        stacklevel=3,
+                    )
+        return Toolkit(chosen.values(), skills=self.skills, resources=resources)
 
 
 def _settings(
@@ -118,34 +116,6 @@ def _settings(
     )
 
 
-class _Plan:
-    """Everything `build` and `build_async` do alike, checked before any MCP server starts."""
-
-    __slots__ = ("builtins", "settings", "skill_files", "skills", "tools")
-
-    def __init__(
-        self,
-        skills: Sequence[Skill],
-        skill_files: int,
-        builtins: BuiltinsOption,
-        settings: BuiltinSettings,
-        tools: Sequence[Tool],
-    ) -> None:
-        self.skills, self.skill_files, self.builtins = skills, skill_files, builtins
-        self.settings, self.tools = settings, tools
-
-    def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
-        return _assemble(
-            mcp_tools,
-            self.skills,
-            self.skill_files,
-            self.builtins,
-            self.settings,
-            self.tools,
-            resources,
-        )
-
-
 def _plan(
     skill_dirs: Sequence[Path],
     found: Sequence[Skill],
@@ -160,8 +130,12 @@ def _plan(
     if isinstance(hidden_env, str):
         raise ConfigError("hidden_env must be a collection of variable names, not one string")
     settings = _settings(root, skill_dirs, confine, limits, hidden_env)
-    _builtin_names(builtins)  # a bad option fails before any MCP server starts
-    return _Plan(found, skill_files, builtins, settings, list(tools))
+    own = {tool.name for tool in tools}  # one of your tools replaces the built-in it names
+    builtin_tools = [
+        BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
+    ]
+    skill_tools = [skill_tool(found, sample=skill_files)] if found else []
+    return _Plan(found, (skill_tools, builtin_tools, list(tools)))
 
 
 def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
