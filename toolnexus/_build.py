@@ -173,12 +173,19 @@ def build(
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
-    From async code with MCP servers, use `build_async`.
+    From async code with MCP servers, use `build_async`. A skills directory that does
+    not exist, or a bad ``SKILL.md``, is skipped (see `list_skills` for why), and an MCP
+    server that fails to start is reported by `mcp_status`; neither raises.
+
+    Returns:
+        The `Toolkit`; the ``skill`` tool is in it only when at least one skill was found.
 
     Raises:
         ConfigError: ``root`` is missing or not a directory, an option is unknown or has
             the wrong type (``{"tools": {"bash": "no"}}``).
         McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
+        ImportError: ``mcp`` is given but the ``mcp`` extra is not installed; the message
+            says how to install it.
 
     Example::
 
@@ -220,8 +227,27 @@ async def build_async(
     """Async `build`: connects MCP servers on the running event loop.
 
     Use it from async code (an agent, a web server); close with ``await tk.aclose()`` or
-    ``async with``. Takes the same arguments as `build`. Skill folders are scanned on a
-    worker thread, so a large skills tree does not stall the loop.
+    ``async with``. Skill folders are scanned on a worker thread, so a large skills tree
+    does not stall the loop. The toolkit's MCP tools must be run on this same loop.
+
+    Args:
+        skills: A skills directory, or a list of them (as for `build`).
+        builtins: Which built-in tools to include (as for `build`).
+        tools: Your own `Tool` objects (as for `build`).
+        mcp: An ``mcp.json`` path or the same data as a dict.
+        root: The workspace the file tools are confined to.
+        confine: ``False`` lets file tools reach outside ``root``.
+        limits: Output caps of the built-in tools.
+        skill_files: How many sibling files the ``skill`` tool lists.
+        hidden_env: Environment variables ``bash`` commands do not see.
+
+    Returns:
+        The `Toolkit`.
+
+    Raises:
+        ConfigError: As for `build`.
+        McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
+        ImportError: ``mcp`` is given but the ``mcp`` extra is not installed.
 
     Example::
 

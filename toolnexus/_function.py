@@ -441,6 +441,22 @@ def define_tool(
     the call with exactly its message; any other exception fails it with the message
     every tool fails with, ``Tool '<name>' failed: <ExceptionType>: <message>``.
 
+    Args:
+        fn: The function (sync or async, or a callable object); leave it out to use
+            ``define_tool(name=..., description=...)`` as a decorator.
+        name: The tool's name; default: the function's ``__name__``.
+        description: What the tool does, for the model; default: the docstring's first
+            paragraph.
+
+    Returns:
+        The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
+        returns it.
+
+    Raises:
+        ConfigError: A parameter cannot be filled from JSON arguments, a type hint
+            cannot be resolved, or ``fn`` is not callable. A type pydantic cannot turn
+            into a schema raises it when the schema is first rendered.
+
     Example::
 
         @define_tool(name="add")

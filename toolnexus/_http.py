@@ -186,8 +186,17 @@ def http_tool(
             placeholders (and ``body`` for raw) as required strings.
         timeout: Seconds for the whole request.
 
-    A 2xx response returns the body text, with ``metadata["status"]``; any other status is
-    an error result ``HTTP <status>: <body>`` (body capped at 2000 characters).
+    Returns:
+        The `Tool` (source ``"http"``). A call's 2xx response is the body text, with
+        ``metadata["status"]``; any other status is an error result
+        ``HTTP <status>: <body>`` (body capped at 2000 characters). A request that
+        cannot be sent fails with ``Tool '<name>' failed: <ExceptionType>: <message>
+        (<METHOD> <url>)``, and one past ``timeout`` with ``Tool '<name>' timed out
+        after <n> s (<METHOD> <url>).``
+
+    Raises:
+        ConfigError: An unknown ``method`` or ``body`` kind, a ``timeout`` that is not
+            positive, or a URL placeholder that is not a plain argument name.
 
     Example::
 

@@ -250,7 +250,14 @@ async def connect_mcp_async(
 
 
 def mcp_status(tk: Toolkit) -> list[McpServerStatus]:
-    """Return the status of every MCP server configured for ``tk`` (empty without MCP).
+    """Return the status of every MCP server configured for ``tk``.
+
+    Args:
+        tk: A toolkit from `build` or `build_async`.
+
+    Returns:
+        One `McpServerStatus` per configured server (started ones first, then disabled
+        or misconfigured ones); empty when the toolkit has no MCP servers.
 
     Example::
 

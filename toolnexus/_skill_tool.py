@@ -143,9 +143,15 @@ _PROMPT_HEADER = (
 def skills_prompt(source: Toolkit | Iterable[Skill]) -> str:
     """Return the skills catalog for a system prompt, or ``""`` when no skill is described.
 
-    ``source`` is a `Toolkit` (its skills are used) or the skills themselves. Each skill
-    with a description is one ``- **name**: description`` line (the description on one
-    line), sorted by name; skills without a description are left out.
+    Each skill with a description is one ``- **name**: description`` line (the
+    description on one line), sorted by name, under a short header; skills without a
+    description are left out.
+
+    Args:
+        source: A `Toolkit` (its skills are used) or the skills themselves.
+
+    Returns:
+        The catalog text, or ``""`` when no skill has a description.
 
     Example::
 

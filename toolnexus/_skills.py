@@ -320,11 +320,18 @@ def found_skills(dirs: SkillDirs) -> list[Skill]:
 
 
 def list_skills(dirs: SkillDirs) -> SkillInventory:
-    """Return the skills under ``dirs`` (one directory or a list) and the files skipped.
+    """Return the skills under ``dirs`` and the files skipped, each with a reason.
 
     Never raises for what is on disk: a malformed, nameless, duplicate or unreadable
     ``SKILL.md`` and a missing skills directory are listed in ``skipped`` with a reason.
     A duplicate name also issues a warning (the first skill in walk order keeps it).
+
+    Args:
+        dirs: One skills directory or a list of them; every ``SKILL.md`` below each is
+            read, at any depth, following symlinks.
+
+    Returns:
+        A `SkillInventory`: ``skills`` in walk order (sorted by path) and ``skipped``.
 
     Example::
 

@@ -31,9 +31,19 @@ def _fields(tool: Tool) -> tuple[str, str, dict[str, Any]]:
 
 
 def to_gemini(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Return ``[{"functionDeclarations": [{name, description, parameters}, ...]}]``.
+    """Render ``tools`` as Gemini function declarations.
 
-    Always one wrapper, also when there are no tools.
+    Args:
+        tools: A `Toolkit` (rendered sorted by name) or tools in the order to render.
+
+    Returns:
+        ``[{"functionDeclarations": [{"name", "description", "parameters"}, ...]}]``:
+        always one wrapper, also when there are no tools.
+
+    Example::
+
+        tn.to_gemini(tn.toolkit([tool]))
+        # [{"functionDeclarations": [{"name": "echo", "description": "...", "parameters": {...}}]}]
     """
     declarations = []
     for tool in tools:
@@ -43,7 +53,19 @@ def to_gemini(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 
 def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Return ``[{"type": "function", "function": {name, description, parameters}}]``."""
+    """Render ``tools`` as OpenAI function tools.
+
+    Args:
+        tools: A `Toolkit` (rendered sorted by name) or tools in the order to render.
+
+    Returns:
+        ``[{"type": "function", "function": {"name", "description", "parameters"}}, ...]``;
+        ``[]`` when there are no tools.
+
+    Example::
+
+        tn.to_openai(tn.toolkit([tool]))[0]["function"]["name"]   # "echo"
+    """
     rendered = []
     for tool in tools:
         name, description, schema = _fields(tool)
@@ -57,7 +79,18 @@ def to_openai(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 
 def to_anthropic(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Return ``[{"name", "description", "input_schema"}]``."""
+    """Render ``tools`` as Anthropic tools.
+
+    Args:
+        tools: A `Toolkit` (rendered sorted by name) or tools in the order to render.
+
+    Returns:
+        ``[{"name", "description", "input_schema"}, ...]``; ``[]`` when there are no tools.
+
+    Example::
+
+        tn.to_anthropic(tn.toolkit([tool]))[0]["input_schema"]   # {"type": "object", ...}
+    """
     rendered = []
     for tool in tools:
         name, description, schema = _fields(tool)

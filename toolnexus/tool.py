@@ -80,7 +80,16 @@ class Answer(TypedDict):
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one tool call. A failure is a value, never an exception."""
+    """The outcome of one tool call. A failure is a value, never an exception.
+
+    A handler may return one to set ``is_error`` or ``metadata`` itself; returning a
+    plain ``str`` is the same as ``ToolResult(text)``.
+
+    Example::
+
+        ToolResult("3 files changed", metadata={"files": 3})
+        ToolResult("No such city: Atlantis.", is_error=True)
+    """
 
     output: str
     """Text the model reads."""
@@ -129,16 +138,33 @@ def _default_schema() -> dict[str, Any]:
 class Tool:
     """One tool: name, handler, description, input schema and source.
 
-    ``name`` is sanitised to ``[a-zA-Z0-9_-]``. ``validate``, when set, runs before
-    ``handler`` and turns bad arguments into an error result that names the field.
+    Most tools come from `toolnexus.define_tool`, `toolnexus.http_tool` or
+    `toolnexus.build`; build one directly when you have a JSON Schema and a handler.
+    Run it with `toolnexus.execute`, never by calling ``handler`` yourself: execute
+    validates the arguments, applies the timeout and turns anything the handler raises
+    into an error result.
+
+    Example::
+
+        def echo(args: dict[str, Any], ctx: ToolContext) -> str:
+            return args["text"]
+
+        Tool("echo", echo, "Echo the text.",
+             {"type": "object", "properties": {"text": {"type": "string"}}})
     """
 
     name: str
+    """The name the model calls it by; sanitised to ``[a-zA-Z0-9_-]``."""
     handler: Handler
+    """``handler(args, context)``, sync or async; returns text or a `ToolResult`; may raise."""
     description: str = ""
+    """What the tool does and when to use it, for the model."""
     input_schema: Mapping[str, Any] = field(default_factory=_default_schema)
+    """JSON Schema (an object schema) of the arguments."""
     source: str = "native"
+    """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
+    """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))
@@ -159,6 +185,20 @@ class Toolkit:
 
     A toolkit that holds live connections (MCP servers) is closed with `close` /
     `aclose`, or used as a ``with`` / ``async with`` block.
+
+    Args:
+        tools: The tools; their names must be unique.
+        skills: The skills the ``skill`` tool among ``tools`` serves (for `skills_prompt`).
+        resources: Open connections to close with the toolkit.
+
+    Raises:
+        ConfigError: Two tools share a name.
+
+    Example::
+
+        tk = Toolkit([echo])
+        tk.names          # ("echo",)
+        tk["echo"]        # the Tool
     """
 
     __slots__ = ("_by_name", "_closed", "_resources", "_skills")
@@ -244,5 +284,19 @@ class Toolkit:
 
 
 def toolkit(tools: Iterable[Tool] = ()) -> Toolkit:
-    """Return a `Toolkit` of ``tools`` (names must be unique)."""
+    """Return a `Toolkit` of ``tools``.
+
+    Args:
+        tools: The tools; their names must be unique.
+
+    Returns:
+        A toolkit without skills or open connections (use `toolnexus.build` for those).
+
+    Raises:
+        ConfigError: Two tools share a name.
+
+    Example::
+
+        tk = toolnexus.toolkit([echo, toolnexus.define_tool(add)])
+    """
     return Toolkit(tools)
