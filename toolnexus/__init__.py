@@ -9,9 +9,13 @@ Example::
     result = tn.execute(tk, "skill", {"name": "hello-world"})
     print(result.output)
 
+Everything it raises is a `ToolnexusError` (see `toolnexus.errors`): a `ConfigError`
+when a toolkit is configured in a way that cannot work. A failing tool call never
+raises: `execute` returns an error `ToolResult`.
+
 This package never imports ``google.genai``; the Gemini agent loop lives in ``agent``.
-``import toolnexus`` loads only the core types: everything else (and pydantic, asyncio,
-httpx, yaml) is imported when first used.
+``import toolnexus`` loads only the core types and errors: everything else (and
+pydantic, asyncio, httpx, yaml) is imported when first used.
 """
 
 from __future__ import annotations
