@@ -16,6 +16,7 @@ from typing import Any
 
 from toolnexus._registry import BuiltinFactory, BuiltinSettings, Limits, register
 from toolnexus._schema import schema_validator
+from toolnexus.builtins._workspace import os_error
 from toolnexus.tool import Handler, Tool, ToolContext, ToolResult
 
 __all__ = ["GENERATED_DIRS"]
@@ -307,16 +308,24 @@ def _lazy_handler(name: str, settings: BuiltinSettings) -> Handler:
             real.append(make(settings))
         return real[0]
 
+    # An OSError a built-in did not expect (a race, an odd path) reaches the model as a
+    # plain "Cannot access <path>" message rather than as an exception report.
     if is_async:
 
         async def handler_async(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
-            result: str | ToolResult = await resolve()(args, ctx)  # type: ignore[misc]
+            try:
+                result: str | ToolResult = await resolve()(args, ctx)  # type: ignore[misc]
+            except OSError as exc:
+                raise os_error(exc) from None
             return result
 
         return handler_async
 
     def handler(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
-        result: str | ToolResult = resolve()(args, ctx)  # type: ignore[assignment]
+        try:
+            result: str | ToolResult = resolve()(args, ctx)  # type: ignore[assignment]
+        except OSError as exc:
+            raise os_error(exc) from None
         return result
 
     return handler

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
-from toolnexus.builtins._common import MAX_PATH, guarded, os_error, path_locks, whole_number
+from toolnexus.builtins._arguments import whole_number
 from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
@@ -36,7 +36,7 @@ from toolnexus.builtins._text import (
     looks_binary,
     match_line_endings,
 )
-from toolnexus.builtins._workspace import Workspace
+from toolnexus.builtins._workspace import MAX_PATH, Workspace, os_error, path_locks
 from toolnexus.tool import Handler, ToolContext, ToolError
 
 __all__ = ["apply_patch_handler", "edit_handler", "read_handler", "write_handler"]
@@ -207,7 +207,7 @@ def read_handler(settings: BuiltinSettings) -> Handler:
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
 
-    return guarded(handler)
+    return handler
 
 
 # -- write ------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def write_handler(settings: BuiltinSettings) -> Handler:
         kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
         return f"Wrote {len(data)} bytes to {shown} (replaced {old_size} bytes{kept})."
 
-    return guarded(handler)
+    return handler
 
 
 # -- edit -------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ def edit_handler(settings: BuiltinSettings) -> Handler:
             _write(path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
-    return guarded(handler)
+    return handler
 
 
 # -- apply_patch ------------------------------------------------------------------------
@@ -429,4 +429,4 @@ def apply_patch_handler(settings: BuiltinSettings) -> Handler:
             files.commit(payloads)
         return "Patch applied:\n" + "\n".join(plan.summary)
 
-    return guarded(handler)
+    return handler

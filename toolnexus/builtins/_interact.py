@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import guarded
 from toolnexus.tool import Handler, Request, ToolContext, ToolError, ToolResult
 
 __all__ = ["question_handler", "render_prompt", "render_todos", "todowrite_handler"]
@@ -111,7 +110,7 @@ def question_handler(settings: BuiltinSettings) -> Handler:
             metadata={"pending": request},
         )
 
-    return guarded(handler)
+    return handler
 
 
 def render_todos(todos: Sequence[Mapping[str, Any]]) -> str:
@@ -152,4 +151,4 @@ def todowrite_handler(settings: BuiltinSettings) -> Handler:
             return ToolResult("Todo list cleared (0 todos).", metadata={"todos": []})
         return ToolResult(render_todos(todos), metadata={"todos": copy.deepcopy(todos)})
 
-    return guarded(handler)
+    return handler

@@ -1,8 +1,8 @@
-"""Output caps shared by the built-in tools."""
+"""Output caps shared by the built-in tools: `cap` for a whole output, `clip` for a line."""
 
 from __future__ import annotations
 
-__all__ = ["cap"]
+__all__ = ["cap", "clip"]
 
 
 def cap(text: str, *, max_lines: int, max_bytes: int, hint: str) -> str:
@@ -32,3 +32,10 @@ def cap(text: str, *, max_lines: int, max_bytes: int, hint: str) -> str:
         f"{kept}[output truncated: showed {shown_lines} of {total_lines} lines, "
         f"{len(kept.encode('utf-8'))} of {total_bytes} bytes. {hint}]"
     )
+
+
+def clip(text: str, most: int, note: str = "... [line cut at {most} characters]") -> str:
+    """Return ``text`` cut to ``most`` characters, with ``note`` (``{most}`` filled) appended."""
+    if len(text) <= most:
+        return text
+    return text[:most] + note.format(most=most, length=len(text))

@@ -41,7 +41,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from toolnexus.builtins._common import MAX_PATH, clip
+from toolnexus.builtins._output import clip
+from toolnexus.builtins._workspace import MAX_PATH
 
 __all__ = [
     "AddFile",

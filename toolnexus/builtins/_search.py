@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import clip, guarded, whole_number
+from toolnexus.builtins._arguments import whole_number
 from toolnexus.builtins._match import (
     GENERATED_DIRS,
     VCS_DIRS,
@@ -26,7 +26,7 @@ from toolnexus.builtins._match import (
     decode_text,
     matching_lines,
 )
-from toolnexus.builtins._output import cap
+from toolnexus.builtins._output import cap, clip
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
@@ -220,7 +220,7 @@ def _search_handler(
     def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(run(settings, workspace, args))
 
-    return guarded(handler)
+    return handler
 
 
 def grep_handler(settings: BuiltinSettings) -> Handler:

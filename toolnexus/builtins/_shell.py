@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
-from toolnexus.builtins._common import guarded, positive_number
+from toolnexus.builtins._arguments import positive_number
 from toolnexus.builtins._output import cap
 from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
@@ -240,4 +240,4 @@ def bash_handler(settings: BuiltinSettings) -> Handler:
             raise ToolError(f"`workdir` {args.get('workdir')!r} is not an existing directory.")
         return await _run(command, cwd, timeout, settings)
 
-    return guarded(handler)
+    return handler

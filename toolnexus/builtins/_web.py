@@ -16,7 +16,7 @@ import httpx
 from markdownify import markdownify
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.builtins._common import guarded, positive_number
+from toolnexus.builtins._arguments import positive_number
 from toolnexus.builtins._html import TextExtractor
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
@@ -195,4 +195,4 @@ def webfetch_handler(settings: BuiltinSettings) -> Handler:
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await _fetch(settings, args)
 
-    return guarded(handler)
+    return handler

@@ -1,13 +1,25 @@
-"""Workspace confinement: every file path a built-in touches goes through `Workspace`."""
+"""Paths in the workspace: confinement, length, per-path locks and OS errors.
+
+Every file path a built-in touches goes through `Workspace`. `path_locks` makes the
+read-modify-write of the file tools one step per file when calls run concurrently, and
+`os_error` words an unexpected ``OSError`` (a race, an odd path) for a model.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from toolnexus._registry import BuiltinSettings
-from toolnexus.tool import ToolError
+from toolnexus.errors import ToolError
 
-__all__ = ["Workspace"]
+__all__ = ["MAX_PATH", "Workspace", "os_error", "path_locks"]
+
+MAX_PATH = 4096
+"""Longest path (characters) a built-in accepts."""
 
 
 def _within(path: Path, base: Path) -> bool:
@@ -60,3 +72,40 @@ class Workspace:
             return path.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(path)
+
+
+def os_error(exc: OSError) -> ToolError:
+    """Return a `ToolError` for an unexpected ``OSError`` (a race, an odd path)."""
+    where = str(exc.filename or "the file")
+    if len(where) > 200:
+        where = f"{where[:200]}... ({len(where)} characters)"
+    return ToolError(f"Cannot access {where}: {exc.strerror or exc}.")
+
+
+_LOCKS: weakref.WeakValueDictionary[Path, threading.Lock] = weakref.WeakValueDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.Lock:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(path)
+        if lock is None:
+            lock = threading.Lock()
+            _LOCKS[path] = lock
+        return lock
+
+
+@contextlib.contextmanager
+def path_locks(paths: Iterable[Path]) -> Iterator[None]:
+    """Hold the lock of every resolved path in ``paths`` (taken in sorted order).
+
+    The file tools are sync callables that `toolnexus.execute` runs on worker threads, so
+    two calls of one turn can change one file at once; under these locks each call's
+    read-modify-write of a file is one step and no edit is lost. Sorted order lets
+    ``apply_patch`` take several locks without deadlocking against another call.
+    """
+    locks = [_lock_for(path) for path in sorted(set(paths))]
+    with contextlib.ExitStack() as stack:
+        for lock in locks:
+            stack.enter_context(lock)
+        yield
