@@ -40,10 +40,10 @@ TARGETS = {"pair": 1.10, "fanout": 1.03, "wide": 1.15, "long": 1.10}
 IMPORT_TOOLNEXUS_MS = 60.0
 IMPORT_AGENT_EXTRA_MS = 40.0
 # The first build parses SKILL.md frontmatter with PyYAML, whose import is most of its
-# time: measured 22-27 ms first (0.3 ms repeated) on two busy cores, against 15-18 ms
+# time: measured 22-27 ms first (0.3 ms repeated) on two shared cores, against 8-18 ms
 # when a hand-written parser skipped PyYAML for simple frontmatter. That fast path was
 # removed for clarity; the target moved from 20 ms to 40 ms instead. The same change
-# took 1,000-skill discovery from about 70 ms to 160-180 ms, far inside DISCOVER_S.
+# took 1,000-skill discovery from 50-70 ms to 80-180 ms, far inside DISCOVER_S.
 BUILD_MS = 40.0
 DISCOVER_S = 1.0
 RSS_EXTRA_MIB = 10.0
