@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from agent.errors import AgentError
 from agent.testing._memo import RequestMemo
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
@@ -43,8 +44,11 @@ _METHODS = frozenset({"generateContent", "streamGenerateContent"})
 _SECRET_HEADERS = frozenset({"x-goog-api-key", "authorization"})
 
 
-class FakeGeminiError(AssertionError):
-    """The fake's script and the traffic it saw disagree (unused replies, too many requests...)."""
+class FakeGeminiError(AgentError, AssertionError):
+    """The fake's script and the traffic it saw disagree (unused replies, too many requests...).
+
+    It is an `AssertionError` too, so pytest reports it as a failed assertion.
+    """
 
 
 @dataclass

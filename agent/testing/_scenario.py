@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from agent.errors import AgentError
 from agent.testing._fake import FakeGemini
 from agent.testing._replies import (
     AUTO,
@@ -80,7 +81,7 @@ _TURN_KEYS = frozenset(
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(AgentError):
     """A scenario file is not valid; the message names the turn and the field."""
 
 
