@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import re
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from agent.errors import AgentError
-from agent.testing._memo import RequestMemo
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
     Checked,
@@ -28,7 +28,7 @@ from agent.testing._replies import (
     error,
 )
 from agent.testing._signatures import SignatureBook
-from agent.testing._strict import check_request
+from agent.testing._strict import check_request, normalize
 
 if TYPE_CHECKING:
     from google import genai
@@ -126,7 +126,6 @@ class _State:
     position: int = 0
     call_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     book: SignatureBook = field(default_factory=SignatureBook)
-    memo: RequestMemo = field(default_factory=RequestMemo)
 
 
 def _error_outcome(status_code: int, status: str, message: str) -> _Outcome:
@@ -352,20 +351,13 @@ class FakeGemini:
         if key_problem is not None:
             return key_problem
         try:
-            record.body = self._state.memo.normalize(json.loads(raw or b"null"))
+            record.body = normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
         if self.strict:
-            memo = self._state.memo
-            problem = check_request(
-                record.body,
-                self._state.book,
-                valid_tools=memo.valid_tools,
-                valid_contents=memo.valid_contents,
-            )
+            problem = check_request(record.body, self._state.book)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
-            memo.passed(record.body)
         value = self._next_reply(record)
         if isinstance(value, _Outcome):
             return value
@@ -405,7 +397,7 @@ class FakeGemini:
             entry = self._script[position]
         if callable(entry):
             try:
-                entry = coerce(entry(self._state.memo.copy_for_user(record.body)))
+                entry = coerce(entry(copy.deepcopy(record.body)))
             except AssertionError as exc:
                 return self._fail(f"request #{record.index} failed its expectation: {exc}")
             except Exception as exc:
@@ -415,7 +407,7 @@ class FakeGemini:
                 )
         if isinstance(entry, Checked):
             try:
-                problem = entry.check(self._state.memo.copy_for_user(record.body))
+                problem = entry.check(copy.deepcopy(record.body))
             except Exception as exc:
                 problem = f"the check raised {type(exc).__name__}: {exc}"
             if problem is not None:
@@ -449,7 +441,6 @@ class FakeGemini:
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
             new_signature=self._state.book.sign,
             sign_text=self.sign_text,
-            prompt_tokens=self._state.memo.prompt_tokens(record.body),
         )
         candidates = body.get("candidates") or [{}]
         parts = (candidates[0].get("content") or {}).get("parts") or []

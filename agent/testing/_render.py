@@ -20,30 +20,15 @@ def encode_signature(signature: bytes) -> str:
     return base64.b64encode(signature).decode("ascii")
 
 
-def json_size(value: Any) -> int:
-    """Return the length of ``value`` as JSON text (what the token estimates count)."""
-    return len(json.dumps(value, ensure_ascii=False))
-
-
-def tokens(size: int) -> int:
-    """Estimate the tokens of ``size`` characters of JSON: about four characters per token."""
-    return max(1, math.ceil(size / 4)) if size else 0
-
-
 def _tokens(value: Any) -> int:
-    return tokens(json_size(value)) if value else 0
+    """Estimate the tokens of ``value`` as JSON text: about four characters per token."""
+    return math.ceil(len(json.dumps(value, ensure_ascii=False)) / 4) if value else 0
 
 
-def estimate_usage(
-    request: Mapping[str, Any], parts: list[dict[str, Any]], *, prompt: int | None = None
-) -> dict[str, int]:
-    """Plausible ``usageMetadata`` for a reply: about four characters per token.
-
-    ``prompt`` is the request's token estimate when the caller already knows it.
-    """
-    if prompt is None:
-        prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
-        prompt += _tokens(request.get("tools"))
+def estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, int]:
+    """Plausible ``usageMetadata`` for a reply: about four characters per token."""
+    prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
+    prompt += _tokens(request.get("tools"))
     thoughts = sum(_tokens(p.get("text")) for p in parts if p.get("thought"))
     candidates = sum(_tokens(p) for p in parts if not p.get("thought"))
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": candidates}
@@ -62,7 +47,6 @@ def render_reply(
     new_call_id: Callable[[], str],
     new_signature: Callable[[Mapping[str, Any]], bytes],
     sign_text: bool = False,
-    prompt_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Build the ``GenerateContentResponse`` body for one reply.
 
@@ -109,9 +93,7 @@ def render_reply(
         body["candidates"] = [candidate]
     if value.prompt_feedback is not None:
         body["promptFeedback"] = dict(value.prompt_feedback)
-    body["usageMetadata"] = (
-        dict(value.usage) if value.usage else estimate_usage(request, parts, prompt=prompt_tokens)
-    )
+    body["usageMetadata"] = dict(value.usage) if value.usage else estimate_usage(request, parts)
     body["modelVersion"] = model
     body["responseId"] = response_id
     return body

@@ -151,9 +151,7 @@ of parts (one model turn), a plain string (a text answer) or a raw response dict
 ModelFunction: TypeAlias = Callable[[dict[str, Any]], ReplyLike]
 """The model as a function: gets the parsed request body (camelCase keys), returns a reply.
 
-The body is the function's own copy, except that ``tools`` and contents resent unchanged may
-be the very objects given with the previous request (if still unmodified): don't change a
-body you keep for later."""
+The body is the function's own copy: it may keep or change it freely."""
 
 
 def text(value: str, *, signature: bytes | None = None) -> TextPart:
