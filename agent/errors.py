@@ -16,7 +16,8 @@ turn is lost. Problems with a stored conversation have a branch of their own::
                                    cannot read (also a ``ValueError``)
 
 ``agent.testing`` adds two of its own under `AgentError`: ``FakeGeminiError`` (the fake's
-script and the traffic disagree) and ``ScenarioError`` (a scenario file is invalid).
+script and the traffic disagree; also an ``AssertionError``) and ``ScenarioError`` (a
+scenario file is invalid).
 
 Results the model can cause (a tool error, a blocked prompt, a hit limit) are never raised:
 they are statuses of the `RunResult`. Cancellation (`asyncio.CancelledError`) propagates
@@ -94,9 +95,13 @@ class ModelError(RunError):
         tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
         super().__init__(f"Gemini call failed after {tries}: {label}: {message}", result=result)
         self.code = code
+        """The HTTP status, or None for a network error or timeout."""
         self.status = status
+        """The server's status string, or ``"NETWORK_ERROR"`` / ``"TIMEOUT"``."""
         self.message = message
+        """The server's message (or the transport error's)."""
         self.attempts = attempts
+        """How many calls were made, retries included."""
 
 
 class HookError(RunError):
@@ -110,6 +115,7 @@ class HookError(RunError):
     def __init__(self, message: str, *, hook: str, result: RunResult) -> None:
         super().__init__(message, result=result)
         self.hook = hook
+        """Which hook raised: ``"before_model"``, ..., or ``"wait_for"``."""
 
 
 class DeadlineExceededError(RunError):

@@ -25,14 +25,13 @@ from agent.testing._replies import (
     coerce,
     error,
 )
+from agent.testing._server import FakeServer
 from agent.testing._signatures import SignatureBook
 from agent.testing._strict import check_request, normalize
 from agent.testing._transport import AsyncTransport, Outcome, SyncTransport
 
 if TYPE_CHECKING:
     from google import genai
-
-    from agent.testing._server import FakeServer
 
 __all__ = ["FakeGemini", "FakeGeminiError", "RecordedRequest"]
 
@@ -305,8 +304,6 @@ class FakeGemini:
         Raises:
             OSError: the address cannot be bound.
         """
-        from agent.testing._server import FakeServer
-
         return FakeServer(self, host, port)
 
     # ------------------------------------------------------------- assertions
