@@ -227,13 +227,13 @@ class SqliteStore:
         transcript.updated_at = now
 
     async def delete(self, session_id: str) -> bool:
-        """Forget a session.
+        """Delete a session's saved transcript (a lease held on it is left to its run).
 
         Args:
-            session_id: The session's id.
+            session_id: The session to delete.
 
         Returns:
-            Whether the session existed.
+            True if a transcript was deleted, False if there was none.
         """
 
         def delete(conn: sqlite3.Connection) -> bool:
