@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
 
-__all__ = ["SignatureBook", "check_request", "decode_signature", "normalize"]
+__all__ = ["check_request", "normalize"]
 
 # Values under these keys are user data (arguments, results, free JSON Schema): never renamed.
 _OPAQUE: Final = frozenset(
