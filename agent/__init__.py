@@ -14,7 +14,8 @@ Events of a run (`agent.events`), hooks (`agent.hooks`) and the fake Gemini for 
 (`agent.testing`) live in their own modules.
 
 ``import agent`` itself is cheap: each name below loads its module (and the Gemini SDK,
-SQLite, ...) on first use, so ``toolnexus-agent --help`` starts at once.
+SQLite, ...) on first use, so ``toolnexus-agent --help`` starts without loading the SDK.
+The exceptions (`agent.errors`) are light and load at once.
 """
 
 import importlib
@@ -27,6 +28,9 @@ from agent.errors import (
     HookError,
     ModelError,
     RunError,
+    SessionBusyError,
+    SessionError,
+    TranscriptVersionError,
 )
 
 if TYPE_CHECKING:
@@ -34,7 +38,9 @@ if TYPE_CHECKING:
     from agent._request import DeclarationProblem
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
-    from agent._store import MemoryStore, SessionBusyError, SqliteStore, Store, Transcript
+    from agent._store import MemoryStore, Store
+    from agent._store_sqlite import SqliteStore
+    from agent._transcript import Transcript
     from agent.hooks import Hooks, ModelRequest, Veto
 
 _LAZY = {
@@ -47,10 +53,9 @@ _LAZY = {
     "Usage": "agent._result",
     "RetryPolicy": "agent._retry",
     "MemoryStore": "agent._store",
-    "SessionBusyError": "agent._store",
-    "SqliteStore": "agent._store",
+    "SqliteStore": "agent._store_sqlite",
     "Store": "agent._store",
-    "Transcript": "agent._store",
+    "Transcript": "agent._transcript",
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
@@ -86,11 +91,13 @@ __all__ = [
     "RunError",
     "RunResult",
     "SessionBusyError",
+    "SessionError",
     "SqliteStore",
     "Store",
     "ToolCallRecord",
     "ToolDeclarationWarning",
     "Transcript",
+    "TranscriptVersionError",
     "Usage",
     "Veto",
 ]

@@ -278,7 +278,8 @@ class Agent:
             return
         if history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
-        from agent._store import Transcript, session_lock
+        from agent._session_lock import session_lock
+        from agent._transcript import Transcript
 
         store = self.store
 

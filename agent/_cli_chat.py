@@ -30,7 +30,7 @@ from agent._cli_run import Asker, stream_run
 
 if TYPE_CHECKING:
     from agent._agent import Agent
-    from agent._store import SqliteStore
+    from agent._store_sqlite import SqliteStore
 
 __all__ = ["add_chat"]
 
@@ -104,14 +104,13 @@ def chat_command(args: argparse.Namespace) -> int:
 def _store(path: str | None) -> SqliteStore | None:
     if path is None:
         return None
-    from agent._store import SqliteStore
+    from agent._store_sqlite import SqliteStore
 
     return SqliteStore(path)
 
 
 def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
-    from agent._store import SessionBusyError
-    from agent.errors import ConfigurationError, RunError
+    from agent.errors import ConfigurationError, RunError, SessionBusyError
 
     out, err = sys.stdout, sys.stderr
     while True:

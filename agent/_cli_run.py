@@ -113,8 +113,8 @@ def run_command(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
 ) -> int:
-    from agent._store import SessionBusyError, SqliteStore
-    from agent.errors import ConfigurationError, RunError
+    from agent._store_sqlite import SqliteStore
+    from agent.errors import ConfigurationError, RunError, SessionBusyError
 
     store: SqliteStore | None = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr

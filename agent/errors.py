@@ -2,14 +2,22 @@
 
 Misuse (a missing API key, bad options, a transcript that cannot be resumed) is a different
 branch from a run that failed; a failed run carries the partial `RunResult` so no completed
-turn is lost::
+turn is lost. Problems with a stored conversation have a branch of their own::
 
-    AgentError                    base of everything raised here
-    ├── ConfigurationError        misuse: no API key, bad options, unusable history/answer
-    └── RunError                  a run failed part-way; ``.result`` is the partial RunResult
-        ├── ModelError            the model call failed and retries did not help
-        ├── HookError             a hook or ``wait_for`` raised; the original is ``__cause__``
-        └── DeadlineExceededError the whole-run deadline passed
+    AgentError                     base of everything raised here
+    ├── ConfigurationError         misuse: no API key, bad options, unusable history/answer
+    ├── RunError                   a run failed part-way; ``.result`` is the partial RunResult
+    │   ├── ModelError             the model call failed and retries did not help
+    │   ├── HookError              a hook or ``wait_for`` raised; the original is ``__cause__``
+    │   └── DeadlineExceededError  the whole-run deadline passed
+    └── SessionError               a ``session=`` conversation cannot be used
+        ├── SessionBusyError       another run holds the session
+        └── TranscriptVersionError a stored transcript has a schema version this library
+                                   cannot read (also a ``ValueError``)
+
+``agent.testing`` adds two of its own under `AgentError`: ``FakeGeminiError`` (the fake's
+script and the traffic disagree; also an ``AssertionError``) and ``ScenarioError`` (a
+scenario file is invalid).
 
 Results the model can cause (a tool error, a blocked prompt, a hit limit) are never raised:
 they are statuses of the `RunResult`. Cancellation (`asyncio.CancelledError`) propagates
@@ -39,6 +47,9 @@ __all__ = [
     "HookError",
     "ModelError",
     "RunError",
+    "SessionBusyError",
+    "SessionError",
+    "TranscriptVersionError",
 ]
 
 
@@ -84,9 +95,13 @@ class ModelError(RunError):
         tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
         super().__init__(f"Gemini call failed after {tries}: {label}: {message}", result=result)
         self.code = code
+        """The HTTP status, or None for a network error or timeout."""
         self.status = status
+        """The server's status string, or ``"NETWORK_ERROR"`` / ``"TIMEOUT"``."""
         self.message = message
+        """The server's message (or the transport error's)."""
         self.attempts = attempts
+        """How many calls were made, retries included."""
 
 
 class HookError(RunError):
@@ -100,7 +115,51 @@ class HookError(RunError):
     def __init__(self, message: str, *, hook: str, result: RunResult) -> None:
         super().__init__(message, result=result)
         self.hook = hook
+        """Which hook raised: ``"before_model"``, ..., or ``"wait_for"``."""
 
 
 class DeadlineExceededError(RunError):
     """The run's overall ``deadline`` (seconds) passed before the run finished."""
+
+
+class SessionError(AgentError):
+    """A ``session=`` conversation cannot be used: it is busy, or its saved form is unreadable."""
+
+
+class SessionBusyError(SessionError):
+    """Another run holds the session: two runs on one conversation are refused, not interleaved.
+
+    Wait for the other run to finish, or use a different session id.
+    """
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is in use by another run ({holder}); "
+            "wait for that run to finish or use a different session id"
+        )
+        self.session_id = session_id
+        """The session that is busy."""
+        self.holder = holder
+        """Who holds it: ``"this process"`` or ``"process <pid> on host '<name>'"``."""
+
+
+class TranscriptVersionError(SessionError, ValueError):
+    """A stored transcript has a schema version this library cannot read.
+
+    A newer version means the transcript was written by a newer toolnexus-gemini: upgrade to
+    load it. It is also a `ValueError`, like the other ways a stored transcript can be malformed.
+    """
+
+    def __init__(self, version: object, supported: int) -> None:
+        if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+            detail = (
+                f"transcript schema version {version} is not supported: this library reads "
+                f"versions 1 to {supported}; upgrade toolnexus-gemini to load it"
+            )
+        else:
+            detail = f"transcript has no valid schema version (got {version!r}); expected an int"
+        super().__init__(detail)
+        self.version = version
+        """The ``version`` value found in the stored transcript (any JSON value)."""
+        self.supported = supported
+        """The newest schema version this library reads."""

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
 import agent
 import agent.events
 import agent.hooks
+import agent.testing
 
 EXPECTED = [
     "DEFAULT_MODEL",
@@ -22,11 +29,13 @@ EXPECTED = [
     "RunError",
     "RunResult",
     "SessionBusyError",
+    "SessionError",
     "SqliteStore",
     "Store",
     "ToolCallRecord",
     "ToolDeclarationWarning",
     "Transcript",
+    "TranscriptVersionError",
     "Usage",
     "Veto",
 ]
@@ -39,20 +48,29 @@ def test_agent_all_is_pinned_and_sorted():
         assert getattr(agent, name) is not None
 
 
-def test_import_agent_is_lazy():
-    import subprocess
-    import sys
-
+def test_import_agent_does_not_load_the_sdk():
     code = (
         "import sys, agent\n"
-        "assert 'google.genai' not in sys.modules and 'sqlite3' not in sys.modules\n"
-        "agent.Agent\n"
-        "assert 'google.genai' in sys.modules and 'sqlite3' not in sys.modules\n"
-        "agent.SqliteStore\n"
-        "assert 'sqlite3' in sys.modules\n"
+        "assert 'google.genai' not in sys.modules\n"
         "assert 'Agent' in dir(agent)\n"
+        "agent.Agent\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("module", [agent, agent.testing], ids=lambda m: m.__name__)
+def test_every_exported_exception_is_an_agent_error(module: ModuleType) -> None:
+    exported = [getattr(module, name) for name in module.__all__]
+    exceptions = [
+        value
+        for value in exported
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and not issubclass(value, Warning)
+    ]
+    assert exceptions
+    for exc in exceptions:
+        assert issubclass(exc, agent.AgentError), exc
 
 
 def test_exception_tree():
@@ -61,6 +79,21 @@ def test_exception_tree():
     assert issubclass(agent.ModelError, agent.RunError)
     assert issubclass(agent.DeadlineExceededError, agent.RunError)
     assert not issubclass(agent.ConfigurationError, agent.RunError)
+    assert issubclass(agent.SessionBusyError, agent.SessionError)
+    assert issubclass(agent.TranscriptVersionError, agent.SessionError)
+    assert issubclass(agent.TranscriptVersionError, ValueError)
+    assert issubclass(agent.SessionError, agent.AgentError)
+    assert not issubclass(agent.SessionError, agent.RunError | agent.ConfigurationError)
+    assert issubclass(agent.testing.FakeGeminiError, AssertionError)
+
+
+def test_session_errors_carry_their_data_and_name_the_fix():
+    busy = agent.SessionBusyError("alice", "this process")
+    assert (busy.session_id, busy.holder) == ("alice", "this process")
+    assert "wait for that run to finish" in str(busy)
+    newer = agent.TranscriptVersionError(7, 1)
+    assert (newer.version, newer.supported) == (7, 1)
+    assert "upgrade toolnexus-gemini" in str(newer)
 
 
 def test_event_and_hook_modules():

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import itertools
 import json
 import re
 import threading
-import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from agent.testing._memo import RequestMemo
+from agent.errors import AgentError
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
     Checked,
@@ -26,13 +25,13 @@ from agent.testing._replies import (
     coerce,
     error,
 )
+from agent.testing._server import FakeServer
 from agent.testing._signatures import SignatureBook
-from agent.testing._strict import check_request
+from agent.testing._strict import check_request, normalize
+from agent.testing._transport import AsyncTransport, Outcome, SyncTransport
 
 if TYPE_CHECKING:
     from google import genai
-
-    from agent.testing._server import FakeServer
 
 __all__ = ["FakeGemini", "FakeGeminiError", "RecordedRequest"]
 
@@ -43,8 +42,11 @@ _METHODS = frozenset({"generateContent", "streamGenerateContent"})
 _SECRET_HEADERS = frozenset({"x-goog-api-key", "authorization"})
 
 
-class FakeGeminiError(AssertionError):
-    """The fake's script and the traffic it saw disagree (unused replies, too many requests...)."""
+class FakeGeminiError(AgentError, AssertionError):
+    """The fake's script and the traffic it saw disagree (unused replies, too many requests...).
+
+    It is an `AssertionError` too, so pytest reports it as a failed assertion.
+    """
 
 
 @dataclass
@@ -108,26 +110,16 @@ class RecordedRequest:
 
 
 @dataclass
-class _Outcome:
-    status: int
-    headers: dict[str, str]
-    chunks: list[bytes]
-    delay: float = 0.0
-    chunk_delay: float = 0.0
-
-
-@dataclass
 class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     position: int = 0
     call_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     book: SignatureBook = field(default_factory=SignatureBook)
-    memo: RequestMemo = field(default_factory=RequestMemo)
 
 
-def _error_outcome(status_code: int, status: str, message: str) -> _Outcome:
+def _error_outcome(status_code: int, status: str, message: str) -> Outcome:
     body = error(status_code, status, message).body
-    return _Outcome(status_code, _JSON_HEADERS, [json.dumps(body).encode()])
+    return Outcome(status_code, _JSON_HEADERS, [json.dumps(body).encode()])
 
 
 _Entry = Reply | ErrorReply | Delayed | Checked
@@ -176,18 +168,22 @@ class FakeGemini:
         """Create a fake.
 
         Args:
-            script: the replies in order, or a function playing the model.
-            strict: validate every request like the real API (400 on a broken rule).
-            api_key: when set, requests must carry exactly this key (else 400
+            script: The replies in order, or a function playing the model.
+            strict: Validate every request like the real API (400 on a broken rule).
+            api_key: When set, requests must carry exactly this key (else 400
                 ``API_KEY_INVALID``); any non-empty key is accepted otherwise.
-            chunk_delay: seconds between SSE chunks of streamed replies.
-            sign_text: also sign replies without function calls, on their last text part
+            chunk_delay: Seconds between SSE chunks of streamed replies.
+            sign_text: Also sign replies without function calls, on their last text part
                 (streamed: on a final empty-text part), as Gemini 3 does. Echoing these
                 signatures is recommended, not enforced.
-            signing_key: the secret thought signatures are derived from (an HMAC of the
+            signing_key: The secret thought signatures are derived from (an HMAC of the
                 signed call). Fakes with the same key, even in another process, accept each
                 other's signatures (e.g. a resumed conversation); the default is one fixed
                 key shared by every ``FakeGemini``.
+
+        Raises:
+            TypeError: ``script`` is a single reply rather than a sequence, or holds a value
+                the fake cannot send.
         """
         if callable(script):
             self._function: ModelFunction | None = script
@@ -217,24 +213,47 @@ class FakeGemini:
     # ----------------------------------------------------------------- ways in
 
     def http_client(self, **kwargs: Any) -> httpx.AsyncClient:
-        """Return an ``httpx.AsyncClient`` whose requests go to this fake, whatever the host.
+        """Return an async HTTP client whose requests go to this fake, whatever the host.
 
-        Pass it as ``HttpOptions(httpx_async_client=...)``; extra keyword arguments go to
-        ``httpx.AsyncClient``.
+        Example::
+
+            client = genai.Client(api_key="test", http_options=types.HttpOptions(
+                httpx_async_client=fake.http_client()))
+
+        Args:
+            **kwargs: Passed on to ``httpx.AsyncClient``.
+
+        Returns:
+            An ``httpx.AsyncClient`` answered in process, for ``HttpOptions(httpx_async_client=)``.
         """
         return httpx.AsyncClient(transport=self.async_transport(), **kwargs)
 
     def sync_http_client(self, **kwargs: Any) -> httpx.Client:
-        """Return an ``httpx.Client`` for the SDK's sync methods (``httpx_client=``)."""
+        """Return a sync HTTP client whose requests go to this fake, whatever the host.
+
+        Args:
+            **kwargs: Passed on to ``httpx.Client``.
+
+        Returns:
+            An ``httpx.Client`` answered in process, for ``HttpOptions(httpx_client=)``.
+        """
         return httpx.Client(transport=self.transport(), **kwargs)
 
     def async_transport(self) -> httpx.AsyncBaseTransport:
-        """Return the in-process async transport (for your own ``httpx.AsyncClient``)."""
-        return _AsyncTransport(self)
+        """Return the in-process async transport, to build your own ``httpx.AsyncClient``.
+
+        Returns:
+            A transport that sends every request to this fake.
+        """
+        return AsyncTransport(self._handle)
 
     def transport(self) -> httpx.BaseTransport:
-        """Return the in-process sync transport (for your own ``httpx.Client``)."""
-        return _SyncTransport(self)
+        """Return the in-process sync transport, to build your own ``httpx.Client``.
+
+        Returns:
+            A transport that sends every request to this fake.
+        """
+        return SyncTransport(self._handle)
 
     def client(self, *, api_version: str | None = None, api_key: str = "fake-key") -> genai.Client:
         """Return a real ``google.genai.Client`` wired to this fake (sync and async methods).
@@ -243,6 +262,14 @@ class FakeGemini:
 
             client = fake.client(api_version="v1beta")
             client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+
+        Args:
+            api_version: The API version the client puts in its paths (the SDK's default
+                when None).
+            api_key: The key the client sends; it must match ``api_key`` if the fake has one.
+
+        Returns:
+            A client whose every request is answered by this fake, in process.
         """
         from google import genai
         from google.genai import types
@@ -255,7 +282,7 @@ class FakeGemini:
         return genai.Client(api_key=api_key, http_options=options)
 
     def serve(self, host: str = "127.0.0.1", port: int = 0) -> FakeServer:
-        """Return a real HTTP server for this fake, on ``host`` and a random free port.
+        """Return a real HTTP server for this fake, for clients in other threads or processes.
 
         Use it as a context manager; ``server.base_url`` is the URL to give the SDK
         (``HttpOptions(base_url=...)``) or a subprocess (``GOOGLE_GEMINI_BASE_URL``).
@@ -266,9 +293,17 @@ class FakeGemini:
                 subprocess.run(["toolnexus-agent", "run", "hi"],
                                env={**os.environ, "GOOGLE_GEMINI_BASE_URL": server.base_url,
                                     "GEMINI_API_KEY": "fake"})
-        """
-        from agent.testing._server import FakeServer
 
+        Args:
+            host: The address to listen on.
+            port: The TCP port; 0 picks a free one.
+
+        Returns:
+            The server, bound but not yet serving: ``with`` (or ``start()``) starts it.
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
         return FakeServer(self, host, port)
 
     # ------------------------------------------------------------- assertions
@@ -281,8 +316,11 @@ class FakeGemini:
     def assert_consumed(self) -> None:
         """Fail unless every scripted reply was served and the script had no problem.
 
+        Call it at the end of a test: a script the code under test did not play to the end,
+        a model function that raised or a failed ``expect`` all show up here.
+
         Raises:
-            FakeGeminiError: with the unused replies or the recorded problems.
+            FakeGeminiError: The message lists the unused replies and the recorded problems.
         """
         problems = list(self.failures)
         if self.remaining > 0:
@@ -297,14 +335,14 @@ class FakeGemini:
 
     def _handle(
         self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
-    ) -> _Outcome:
+    ) -> Outcome:
         """Answer one HTTP request (thread-safe; the transports and the server call this)."""
         with self._state.lock:
             return self._handle_locked(method, path, query, headers, raw)
 
     def _handle_locked(
         self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
-    ) -> _Outcome:
+    ) -> Outcome:
         match = _PATH.search(path)
         clean = {k.lower(): v for k, v in headers.items() if k.lower() not in _SECRET_HEADERS}
         record = RecordedRequest(
@@ -331,7 +369,7 @@ class FakeGemini:
         query: str,
         headers: Mapping[str, str],
         raw: bytes,
-    ) -> _Outcome:
+    ) -> Outcome:
         if match is None or method != "POST" or match["method"] not in _METHODS:
             return _error_outcome(
                 404,
@@ -348,26 +386,19 @@ class FakeGemini:
         if key_problem is not None:
             return key_problem
         try:
-            record.body = self._state.memo.normalize(json.loads(raw or b"null"))
+            record.body = normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
         if self.strict:
-            memo = self._state.memo
-            problem = check_request(
-                record.body,
-                self._state.book,
-                valid_tools=memo.valid_tools,
-                valid_contents=memo.valid_contents,
-            )
+            problem = check_request(record.body, self._state.book)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
-            memo.passed(record.body)
         value = self._next_reply(record)
-        if isinstance(value, _Outcome):
+        if isinstance(value, Outcome):
             return value
         return self._emit(value, record, stream)
 
-    def _check_key(self, headers: Mapping[str, str], query: str) -> _Outcome | None:
+    def _check_key(self, headers: Mapping[str, str], query: str) -> Outcome | None:
         lowered = {k.lower(): v for k, v in headers.items()}
         key = lowered.get("x-goog-api-key")
         if key is None:
@@ -386,7 +417,7 @@ class FakeGemini:
             )
         return None
 
-    def _next_reply(self, record: RecordedRequest) -> Reply | ErrorReply | Delayed | _Outcome:
+    def _next_reply(self, record: RecordedRequest) -> Reply | ErrorReply | Delayed | Outcome:
         entry: _Entry | ModelFunction
         if self._function is not None:
             entry = self._function
@@ -401,7 +432,7 @@ class FakeGemini:
             entry = self._script[position]
         if callable(entry):
             try:
-                entry = coerce(entry(self._state.memo.copy_for_user(record.body)))
+                entry = coerce(entry(copy.deepcopy(record.body)))
             except AssertionError as exc:
                 return self._fail(f"request #{record.index} failed its expectation: {exc}")
             except Exception as exc:
@@ -411,7 +442,7 @@ class FakeGemini:
                 )
         if isinstance(entry, Checked):
             try:
-                problem = entry.check(self._state.memo.copy_for_user(record.body))
+                problem = entry.check(copy.deepcopy(record.body))
             except Exception as exc:
                 problem = f"the check raised {type(exc).__name__}: {exc}"
             if problem is not None:
@@ -419,7 +450,7 @@ class FakeGemini:
             return entry.reply
         return entry
 
-    def _fail(self, message: str) -> _Outcome:
+    def _fail(self, message: str) -> Outcome:
         # 400, not 500: a client (the agent included) retries a 5xx with backoff, which would
         # only delay the test's failure; FAILED_PRECONDITION is final and names the problem.
         self.failures.append(message)
@@ -427,14 +458,14 @@ class FakeGemini:
 
     def _emit(
         self, value: Reply | ErrorReply | Delayed, record: RecordedRequest, stream: bool
-    ) -> _Outcome:
+    ) -> Outcome:
         wait = 0.0
         if isinstance(value, Delayed):
             wait, value = value.seconds, value.reply
         if isinstance(value, ErrorReply):
             if stream and value.mid_stream:
-                return _Outcome(200, _SSE_HEADERS, [sse_event(value.body)], wait)
-            return _Outcome(
+                return Outcome(200, _SSE_HEADERS, [sse_event(value.body)], wait)
+            return Outcome(
                 value.status_code, _JSON_HEADERS, [json.dumps(value.body).encode()], wait
             )
         body = render_reply(
@@ -445,81 +476,11 @@ class FakeGemini:
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
             new_signature=self._state.book.sign,
             sign_text=self.sign_text,
-            prompt_tokens=self._state.memo.prompt_tokens(record.body),
         )
         candidates = body.get("candidates") or [{}]
         parts = (candidates[0].get("content") or {}).get("parts") or []
         self._state.book.record_step(parts)
         if not stream:
-            return _Outcome(200, _JSON_HEADERS, [json.dumps(body).encode()], wait)
+            return Outcome(200, _JSON_HEADERS, [json.dumps(body).encode()], wait)
         events = [sse_event(chunk) for chunk in split_stream(body)]
-        return _Outcome(200, _SSE_HEADERS, events, wait, self.chunk_delay)
-
-
-def _read_timeout(request: httpx.Request) -> float | None:
-    """Return the client's read timeout, honoured in process as a socket would honour it."""
-    timeout = request.extensions.get("timeout")
-    value = timeout.get("read") if isinstance(timeout, dict) else None
-    return float(value) if isinstance(value, int | float) else None
-
-
-class _Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """The body of an in-process response, paced by ``pause`` seconds between chunks."""
-
-    def __init__(self, chunks: list[bytes], pause: float) -> None:
-        self._chunks = chunks
-        self._pause = pause
-
-    def _paced(self) -> Iterator[tuple[float, bytes]]:
-        return ((self._pause if index else 0.0, c) for index, c in enumerate(self._chunks))
-
-    def __iter__(self) -> Iterator[bytes]:
-        for pause, chunk in self._paced():
-            if pause:
-                time.sleep(pause)
-            yield chunk
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for pause, chunk in self._paced():
-            if pause:
-                await asyncio.sleep(pause)
-            yield chunk
-
-
-def _ask(fake: FakeGemini, request: httpx.Request, raw: bytes) -> tuple[_Outcome, float]:
-    """Answer an in-process request; return the outcome and how long to wait before replying."""
-    url = request.url
-    outcome = fake._handle(request.method, url.path, url.query.decode(), request.headers, raw)
-    read_timeout = _read_timeout(request)
-    return outcome, min(outcome.delay, read_timeout or outcome.delay)
-
-
-def _respond(outcome: _Outcome, request: httpx.Request) -> httpx.Response:
-    """Build the response after the wait, or time out as a socket read would have."""
-    read_timeout = _read_timeout(request)
-    if read_timeout is not None and outcome.delay > read_timeout:
-        raise httpx.ReadTimeout("FakeGemini: reply delayed past the read timeout", request=request)
-    stream = _Chunks(outcome.chunks, outcome.chunk_delay)
-    return httpx.Response(outcome.status, headers=outcome.headers, stream=stream, request=request)
-
-
-class _AsyncTransport(httpx.AsyncBaseTransport):
-    def __init__(self, fake: FakeGemini) -> None:
-        self._fake = fake
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        outcome, wait = _ask(self._fake, request, await request.aread())
-        if wait:
-            await asyncio.sleep(wait)
-        return _respond(outcome, request)
-
-
-class _SyncTransport(httpx.BaseTransport):
-    def __init__(self, fake: FakeGemini) -> None:
-        self._fake = fake
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        outcome, wait = _ask(self._fake, request, request.read())
-        if wait:
-            time.sleep(wait)
-        return _respond(outcome, request)
+        return Outcome(200, _SSE_HEADERS, events, wait, self.chunk_delay)

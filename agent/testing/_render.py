@@ -12,38 +12,23 @@ from typing import Any
 
 from agent.testing._replies import AUTO, FunctionCallPart, Reply, TextPart
 
-__all__ = ["encode_signature", "estimate_usage", "render_reply", "split_stream", "sse_event"]
+__all__ = ["render_reply", "split_stream", "sse_event"]
 
 
-def encode_signature(signature: bytes) -> str:
+def _encode_signature(signature: bytes) -> str:
     """Encode in standard base64, as the real server sends ``bytes`` fields."""
     return base64.b64encode(signature).decode("ascii")
 
 
-def json_size(value: Any) -> int:
-    """Return the length of ``value`` as JSON text (what the token estimates count)."""
-    return len(json.dumps(value, ensure_ascii=False))
-
-
-def tokens(size: int) -> int:
-    """Estimate the tokens of ``size`` characters of JSON: about four characters per token."""
-    return max(1, math.ceil(size / 4)) if size else 0
-
-
 def _tokens(value: Any) -> int:
-    return tokens(json_size(value)) if value else 0
+    """Estimate the tokens of ``value`` as JSON text: about four characters per token."""
+    return math.ceil(len(json.dumps(value, ensure_ascii=False)) / 4) if value else 0
 
 
-def estimate_usage(
-    request: Mapping[str, Any], parts: list[dict[str, Any]], *, prompt: int | None = None
-) -> dict[str, int]:
-    """Plausible ``usageMetadata`` for a reply: about four characters per token.
-
-    ``prompt`` is the request's token estimate when the caller already knows it.
-    """
-    if prompt is None:
-        prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
-        prompt += _tokens(request.get("tools"))
+def _estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, int]:
+    """Plausible ``usageMetadata`` for a reply: about four characters per token."""
+    prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
+    prompt += _tokens(request.get("tools"))
     thoughts = sum(_tokens(p.get("text")) for p in parts if p.get("thought"))
     candidates = sum(_tokens(p) for p in parts if not p.get("thought"))
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": candidates}
@@ -62,7 +47,6 @@ def render_reply(
     new_call_id: Callable[[], str],
     new_signature: Callable[[Mapping[str, Any]], bytes],
     sign_text: bool = False,
-    prompt_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Build the ``GenerateContentResponse`` body for one reply.
 
@@ -79,7 +63,7 @@ def render_reply(
             if part.thought:
                 wire["thought"] = True
             if part.signature is not None:
-                wire["thoughtSignature"] = encode_signature(part.signature)
+                wire["thoughtSignature"] = _encode_signature(part.signature)
         elif isinstance(part, FunctionCallPart):
             call: dict[str, Any] = {"name": part.name, "args": dict(part.args)}
             call_id = new_call_id() if part.id is AUTO else part.id
@@ -89,13 +73,13 @@ def render_reply(
             if not signed and value.signature is not None:
                 sig = new_signature(wire) if value.signature is AUTO else value.signature
                 assert isinstance(sig, bytes)
-                wire["thoughtSignature"] = encode_signature(sig)
+                wire["thoughtSignature"] = _encode_signature(sig)
             signed = True
         else:
             wire = copy.deepcopy(dict(part))
         parts.append(wire)
     if sign_text and not signed and parts and "text" in parts[-1]:
-        parts[-1].setdefault("thoughtSignature", encode_signature(new_signature(parts[-1])))
+        parts[-1].setdefault("thoughtSignature", _encode_signature(new_signature(parts[-1])))
     body: dict[str, Any] = {}
     if parts or value.prompt_feedback is None:
         candidate: dict[str, Any] = {}
@@ -109,14 +93,14 @@ def render_reply(
         body["candidates"] = [candidate]
     if value.prompt_feedback is not None:
         body["promptFeedback"] = dict(value.prompt_feedback)
-    body["usageMetadata"] = (
-        dict(value.usage) if value.usage else estimate_usage(request, parts, prompt=prompt_tokens)
-    )
+    body["usageMetadata"] = dict(value.usage) if value.usage else _estimate_usage(request, parts)
     body["modelVersion"] = model
     body["responseId"] = response_id
     return body
 
 
+_TEXT_PIECES = 3
+"""How many chunks a streamed text part is split into (fewer when it has fewer words)."""
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
@@ -128,7 +112,7 @@ def _split_text(text: str, pieces: int) -> list[str]:
     return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
 
 
-def split_stream(body: Mapping[str, Any], text_pieces: int = 3) -> list[dict[str, Any]]:
+def split_stream(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Split a response body into SSE chunks the way Gemini streams.
 
     Text arrives in several pieces; each function call arrives whole, consecutive calls
@@ -148,7 +132,7 @@ def split_stream(body: Mapping[str, Any], text_pieces: int = 3) -> list[dict[str
         elif set(part) <= {"text", "thought", "thoughtSignature"} and part.get("text"):
             plain = {k: v for k, v in part.items() if k != "thoughtSignature"}
             groups.extend(
-                [{**plain, "text": piece}] for piece in _split_text(part["text"], text_pieces)
+                [{**plain, "text": piece}] for piece in _split_text(part["text"], _TEXT_PIECES)
             )
             if "thoughtSignature" in part:  # streamed, the signature comes on an empty part
                 groups.append([{"text": "", "thoughtSignature": part["thoughtSignature"]}])

@@ -151,9 +151,7 @@ of parts (one model turn), a plain string (a text answer) or a raw response dict
 ModelFunction: TypeAlias = Callable[[dict[str, Any]], ReplyLike]
 """The model as a function: gets the parsed request body (camelCase keys), returns a reply.
 
-The body is the function's own copy, except that ``tools`` and contents resent unchanged may
-be the very objects given with the previous request (if still unmodified): don't change a
-body you keep for later."""
+The body is the function's own copy: it may keep or change it freely."""
 
 
 def text(value: str, *, signature: bytes | None = None) -> TextPart:
@@ -162,12 +160,27 @@ def text(value: str, *, signature: bytes | None = None) -> TextPart:
     Example::
 
         fake = FakeGemini([reply(text("Hello"), text(" world"))])
+
+    Args:
+        value: The text the model says.
+        signature: A thought signature to put on the part, as raw bytes.
+
+    Returns:
+        The part, for `reply` or as a script entry on its own.
     """
     return TextPart(value, signature=signature)
 
 
 def thought(value: str, *, signature: bytes | None = None) -> TextPart:
-    """Build a thought-summary part (``"thought": true``), sent when thoughts are included."""
+    """Build a thought-summary part (``"thought": true``), sent when thoughts are included.
+
+    Args:
+        value: The thought summary.
+        signature: A thought signature to put on the part, as raw bytes.
+
+    Returns:
+        The part, for `reply` or as a script entry on its own.
+    """
     return TextPart(value, thought=True, signature=signature)
 
 
@@ -176,12 +189,19 @@ def function_call(
 ) -> FunctionCallPart:
     """Build a ``functionCall`` part.
 
-    ``id`` defaults to a fresh id chosen by the fake (Gemini 3 style); pass ``id=None``
-    for a Gemini 2.5 style call without id (answers then match by name and position).
-
     Example::
 
         fake = FakeGemini([function_call("read", {"path": "README.md"}), "Done."])
+
+    Args:
+        name: The function the model calls.
+        args: The call's arguments (a JSON object); none by default.
+        id: The call id. `AUTO` (the default) lets the fake choose a fresh one, Gemini 3
+            style; ``None`` sends a Gemini 2.5 style call without id, whose answer then
+            matches by name and position.
+
+    Returns:
+        The part, for `reply` or as a script entry on its own (a turn with this one call).
     """
     return FunctionCallPart(name, dict(args or {}), id)
 
@@ -193,16 +213,26 @@ def reply(
     signature: bytes | _Auto | None = AUTO,
     finish_message: str | None = None,
 ) -> Reply:
-    """Build a model turn made of ``parts`` (strings become text parts).
-
-    The first ``functionCall`` part carries a thought signature (by default an HMAC of that
-    call under the fake's signing key, so any fake with the key checks the echo; explicit
-    bytes are remembered by the fake that sent them); ``signature=None`` sends it unsigned.
+    """Build a model turn made of ``parts``.
 
     Example::
 
         reply(thought("Both are needed."), function_call("a", {}), function_call("b", {}),
               usage={"promptTokenCount": 10, "candidatesTokenCount": 5})
+
+    Args:
+        *parts: The turn's parts in order: `text`, `thought` and `function_call` values,
+            strings (text parts) or raw wire part dicts.
+        finish_reason: ``candidates[0].finishReason``; None leaves it out.
+        usage: ``usageMetadata`` with wire keys; None lets the fake estimate plausible counts.
+        signature: The thought signature on the first ``functionCall`` part. `AUTO` (the
+            default) is an HMAC of that call under the fake's signing key, so any fake with
+            the key checks the echo; explicit bytes are remembered by the fake that sent
+            them; None sends the call unsigned (Gemini 2.5 style).
+        finish_message: ``candidates[0].finishMessage``.
+
+    Returns:
+        The reply, a script entry.
     """
     return Reply(
         tuple(TextPart(p) if isinstance(p, str) else p for p in parts),
@@ -214,16 +244,28 @@ def reply(
 
 
 def malformed_function_call(message: str = "Malformed function call.") -> Reply:
-    """Build a ``MALFORMED_FUNCTION_CALL`` finish: empty content, as Gemini sends it."""
+    """Build a ``MALFORMED_FUNCTION_CALL`` finish: empty content, as Gemini sends it.
+
+    Args:
+        message: The ``finishMessage`` explaining what was malformed.
+
+    Returns:
+        The reply, a script entry.
+    """
     return Reply((), finish_reason="MALFORMED_FUNCTION_CALL", finish_message=message)
 
 
 def blocked(reason: str = "SAFETY", *, prompt: bool = True) -> Reply:
     """Build a blocked answer.
 
-    ``prompt=True`` (default) blocks the prompt: ``promptFeedback.blockReason`` and no
-    candidates. ``prompt=False`` blocks the output: a candidate with ``finishReason=reason``
-    and no content.
+    Args:
+        reason: The block reason, e.g. ``"SAFETY"`` or ``"PROHIBITED_CONTENT"``.
+        prompt: True (the default) blocks the prompt: ``promptFeedback.blockReason`` and no
+            candidates. False blocks the output: a candidate with ``finishReason=reason``
+            and no content.
+
+    Returns:
+        The reply, a script entry.
     """
     if prompt:
         return Reply((), finish_reason=None, prompt_feedback={"blockReason": reason})
@@ -257,15 +299,25 @@ def error(
 ) -> ErrorReply:
     """Build an HTTP error with the body shape Gemini uses.
 
-    ``retry_delay`` (seconds, or a Duration string such as ``"37s"``) adds a
-    ``google.rpc.RetryInfo`` detail; ``quota_id`` adds a ``google.rpc.QuotaFailure``
-    violation (a ``...PerDay...`` id marks a daily quota). ``mid_stream`` makes a streaming
-    request get HTTP 200 and then the error as an SSE event.
-
     Example::
 
         error(429, retry_delay=2.5, quota_id="GenerateRequestsPerMinutePerProjectPerModel")
         error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+
+    Args:
+        status_code: The HTTP status, e.g. 429 or 503.
+        status: The status string; by default the one Gemini pairs with ``status_code``
+            (``RESOURCE_EXHAUSTED`` for 429, ...).
+        message: The error message; by default the one Gemini sends for that status.
+        retry_delay: Seconds, or a Duration string such as ``"37s"``: adds a
+            ``google.rpc.RetryInfo`` detail.
+        quota_id: Adds a ``google.rpc.QuotaFailure`` violation with this id (a
+            ``...PerDay...`` id marks a daily quota).
+        details: More ``details`` entries, sent as given.
+        mid_stream: A streaming request gets HTTP 200 and then the error as an SSE event.
+
+    Returns:
+        The error reply, a script entry.
     """
     status = status or _STATUS_CODES.get(status_code, "UNKNOWN")
     body_details: list[Mapping[str, Any]] = []
@@ -317,6 +369,16 @@ def delay(seconds: float, then: ReplyLike | FunctionCallPart) -> Delayed:
     Example::
 
         FakeGemini([delay(5.0, "too late")])   # trips a 1 s client timeout
+
+    Args:
+        seconds: How long the fake waits before answering.
+        then: The answer, anything a script entry may be except `expect`.
+
+    Returns:
+        The delayed reply, a script entry.
+
+    Raises:
+        TypeError: ``then`` is an `expect` value or something the fake cannot send.
     """
     inner = _plain(coerce(then))
     if isinstance(inner, Delayed):
@@ -325,10 +387,7 @@ def delay(seconds: float, then: ReplyLike | FunctionCallPart) -> Delayed:
 
 
 def expect(check: Callable[[dict[str, Any]], str | None], then: ReplyLike) -> Checked:
-    """Answer ``then`` only if ``check(request_body)`` returns ``None``.
-
-    Otherwise the fake answers HTTP 400 ``FAILED_PRECONDITION`` (not retried) naming the
-    problem and records it, so ``assert_consumed()`` fails too.
+    """Answer ``then`` only if the request passes ``check``.
 
     Example::
 
@@ -336,6 +395,20 @@ def expect(check: Callable[[dict[str, Any]], str | None], then: ReplyLike) -> Ch
             return None if "functionResponse" in str(body["contents"][-1]) else "no result sent"
 
         FakeGemini([function_call("read", {"path": "a"}), expect(saw_result, "Done.")])
+
+    Args:
+        check: Gets a copy of the request body (camelCase keys) and returns None, or what
+            is wrong. When it returns a problem (or raises), the fake answers HTTP 400
+            ``FAILED_PRECONDITION`` (not retried) naming it, and records it so
+            `FakeGemini.assert_consumed` fails too.
+        then: The answer when the check passes, anything a script entry may be except
+            another `expect`.
+
+    Returns:
+        The checked reply, a script entry.
+
+    Raises:
+        TypeError: ``then`` is an `expect` value or something the fake cannot send.
     """
     return Checked(check, _plain(coerce(then)))
 

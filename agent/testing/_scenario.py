@@ -40,10 +40,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from agent.errors import AgentError
 from agent.testing._fake import FakeGemini
 from agent.testing._replies import (
     AUTO,
@@ -77,10 +78,11 @@ _TURN_KEYS = frozenset(
         "finish_message",
     }
 )
+_N = TypeVar("_N", int, float)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(AgentError):
     """A scenario file is not valid; the message names the turn and the field."""
 
 
@@ -100,7 +102,14 @@ class Scenario:
     """Other top-level fields, left for the runner."""
 
     def fake(self, **kwargs: Any) -> FakeGemini:
-        """Return a fresh `FakeGemini` playing this scenario (keyword arguments go to it)."""
+        """Return a fresh `FakeGemini` playing this scenario.
+
+        Args:
+            **kwargs: Passed on to `FakeGemini`; ``strict`` defaults to the scenario's.
+
+        Returns:
+            A new fake, its script the scenario's turns.
+        """
         kwargs.setdefault("strict", self.strict)
         return FakeGemini(list(self.turns), **kwargs)
 
@@ -108,12 +117,22 @@ class Scenario:
 def read_scenario(source: str | Path | Mapping[str, Any] | list[Any]) -> Scenario:
     """Parse a scenario from a YAML file, YAML text or already-loaded data.
 
-    A ``str`` without a newline is a file path; one with newlines is YAML text.
-
     Example::
 
         scenario = read_scenario("examples/scenarios/weather.yaml")
         fake = scenario.fake()
+
+    Args:
+        source: A path (a ``Path``, or a ``str`` without a newline), YAML text (a ``str``
+            with newlines), or the loaded mapping or list of turns.
+
+    Returns:
+        The parsed scenario.
+
+    Raises:
+        ScenarioError: The scenario is not valid; the message names the turn and field.
+        OSError: The file cannot be read.
+        yaml.YAMLError: The text is not YAML.
     """
     data: Any = source
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
@@ -148,6 +167,18 @@ def load_scenario(source: str | Path | Mapping[str, Any] | list[Any], **kwargs: 
     Example::
 
         fake = load_scenario("examples/scenarios/weather.yaml")
+
+    Args:
+        source: As for `read_scenario`: a path, YAML text, or the loaded data.
+        **kwargs: Passed on to `FakeGemini`; ``strict`` defaults to the scenario's.
+
+    Returns:
+        A new fake playing the scenario's turns.
+
+    Raises:
+        ScenarioError: The scenario is not valid; the message names the turn and field.
+        OSError: The file cannot be read.
+        yaml.YAMLError: The text is not YAML.
     """
     return read_scenario(source).fake(**kwargs)
 
@@ -186,6 +217,8 @@ def _turn(turn: Any, index: int, captures: dict[str, str], names: set[str]) -> A
 
 def _reply(turn: Mapping[str, Any], where: str) -> ReplyLike:
     if "raw" in turn:
+        if not isinstance(turn["raw"], Mapping):
+            raise ScenarioError(f"{where}: raw must be a GenerateContentResponse mapping")
         value: ReplyLike = dict(turn["raw"])
     elif "error" in turn:
         spec = turn["error"]
@@ -194,7 +227,7 @@ def _reply(turn: Mapping[str, Any], where: str) -> ReplyLike:
         if not isinstance(spec, Mapping) or "code" not in spec:
             raise ScenarioError(f"{where}: error needs at least a code, e.g. {{code: 429}}")
         value = error(
-            int(spec["code"]),
+            _number(spec["code"], int, f"{where}: error code"),
             spec.get("status"),
             spec.get("message"),
             retry_delay=spec.get("retry_delay"),
@@ -206,8 +239,15 @@ def _reply(turn: Mapping[str, Any], where: str) -> ReplyLike:
     else:
         value = _model_turn(turn, where)
     if turn.get("delay") is not None:
-        value = delay(float(turn["delay"]), value)
+        value = delay(_number(turn["delay"], float, f"{where}: delay"), value)
     return value
+
+
+def _number(value: Any, kind: type[_N], what: str) -> _N:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{what} must be a number, got {value!r}") from None
 
 
 def _model_turn(turn: Mapping[str, Any], where: str) -> Reply:

@@ -18,8 +18,8 @@ __all__ = ["FakeServer"]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes; without this, Nagle's algorithm and the
-    # client's delayed ACK add ~40 ms to every response.
+    # Headers and body go out in separate writes; without this, Nagle's algorithm holds the
+    # body back until the client's delayed ACK arrives, stalling every response.
     disable_nagle_algorithm = True
     server: _Server
     timeout = 30

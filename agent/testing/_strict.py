@@ -10,12 +10,12 @@ function calls with function responses, and thought signatures in the current tu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
 
-__all__ = ["SignatureBook", "check_request", "decode_signature", "normalize"]
+__all__ = ["check_request", "normalize"]
 
 # Values under these keys are user data (arguments, results, free JSON Schema): never renamed.
 _OPAQUE: Final = frozenset(
@@ -171,30 +171,19 @@ class _Invalid(Exception):
     """One broken rule; its message goes into the 400 body."""
 
 
-def check_request(
-    body: Any,
-    book: SignatureBook | None = None,
-    *,
-    valid_tools: Any = None,
-    valid_contents: Sequence[Any] = (),
-) -> str | None:
+def check_request(body: Any, book: SignatureBook | None = None) -> str | None:
     """Return why the real API would refuse this (normalised) request body, or ``None``.
 
     ``book`` enables the thought-signature rules; without it they are skipped.
-    ``valid_tools`` and ``valid_contents`` are pieces that already passed these checks: a
-    ``tools`` value or a content (at the same position) that *is* one of them is not checked
-    on its own again; the rules across contents (pairing, signatures) always run.
     """
     try:
-        _check(body, book, valid_tools, valid_contents)
+        _check(body, book)
     except _Invalid as exc:
         return str(exc)
     return None
 
 
-def _check(
-    body: Any, book: SignatureBook | None, valid_tools: Any, valid_contents: Sequence[Any]
-) -> None:
+def _check(body: Any, book: SignatureBook | None) -> None:
     if not isinstance(body, dict):
         raise _Invalid("Invalid JSON payload received. Expected a JSON object as the request body.")
     for key in body:
@@ -205,15 +194,11 @@ def _check(
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         raise _Invalid("* GenerateContentRequest.contents: contents is not specified")
-    known = len(valid_contents)
     for index, content in enumerate(contents):
-        if index >= known or content is not valid_contents[index]:
-            _check_content(content, f"contents[{index}]")
+        _check_content(content, f"contents[{index}]")
     if body.get("systemInstruction") is not None:
         _check_content(body["systemInstruction"], "system_instruction", system=True)
-    tools = body.get("tools")
-    if tools is None or tools is not valid_tools:
-        _check_tools(tools)
+    _check_tools(body.get("tools"))
     _check_tool_config(body.get("toolConfig"))
     _check_generation_config(body.get("generationConfig"))
     _check_pairing(contents)

@@ -12,7 +12,7 @@ import pytest
 
 import toolnexus as tn
 from agent import ConfigurationError, Hooks, MemoryStore, ModelError, SessionBusyError, SqliteStore
-from agent._store import Transcript
+from agent._transcript import Transcript
 from agent.errors import HookError
 from agent.events import PendingEvent, ToolResultEvent
 from tests.agent._loop_support import Script, api_error, call, echo_toolkit, make_agent, reply, text

@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-from agent._store import (
-    CURRENT_TRANSCRIPT_VERSION,
-    LockingStore,
+from agent import (
     MemoryStore,
     SessionBusyError,
     SqliteStore,
     Store,
     Transcript,
     TranscriptVersionError,
-    session_lock,
 )
+from agent._session_lock import session_lock
+from agent._store import LockingStore
+from agent._transcript import CURRENT_TRANSCRIPT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -351,7 +351,8 @@ async def test_sqlite_future_version_row_is_refused(tmp_path: Path) -> None:
 
 CHILD_READ_AND_ANSWER = """
     import asyncio, json, sys
-    from agent._store import SqliteStore, Transcript, session_lock
+    from agent import SqliteStore, Transcript
+    from agent._session_lock import session_lock
 
     async def main():
         async with SqliteStore(sys.argv[1]) as store:
@@ -383,7 +384,8 @@ async def test_sqlite_second_process_sees_and_continues_a_pending_session(tmp_pa
 
 CHILD_HOLD = """
     import asyncio, sys
-    from agent._store import SqliteStore, session_lock
+    from agent import SqliteStore
+    from agent._session_lock import session_lock
 
     async def main():
         async with SqliteStore(sys.argv[1]) as store:
@@ -431,7 +433,8 @@ async def test_sqlite_same_session_refused_across_processes(tmp_path: Path) -> N
 
 CHILD_CRASH = """
     import asyncio, os, signal, sys
-    from agent._store import SqliteStore, Transcript, session_lock
+    from agent import SqliteStore, Transcript
+    from agent._session_lock import session_lock
 
     async def main():
         store = SqliteStore(sys.argv[1])

@@ -173,6 +173,9 @@ def test_literal_braces_that_are_not_captures_stay() -> None:
             "bad pattern",
         ),
         ([42], "turn 1: expected a mapping or a string"),
+        ([{"delay": "soon", "text": "x"}], "turn 1: delay must be a number, got 'soon'"),
+        ([{"error": {"code": "rate"}}], "turn 1: error code must be a number"),
+        ([{"raw": [1]}], "turn 1: raw must be a GenerateContentResponse mapping"),
     ],
 )
 def test_bad_scenarios_are_reported_with_the_turn(data: Any, message: str) -> None:

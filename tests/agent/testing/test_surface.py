@@ -15,7 +15,8 @@ from google.genai import types
 import agent.testing
 from agent.testing import FakeGemini, function_call, reply
 from agent.testing._render import split_stream
-from agent.testing._strict import decode_signature, normalize
+from agent.testing._signatures import decode_signature
+from agent.testing._strict import normalize
 from tests.agent.testing.sdk import parts
 
 

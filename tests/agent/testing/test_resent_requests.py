@@ -1,4 +1,4 @@
-"""The fake reuses what it already normalised and checked, without becoming less strict."""
+"""A request that resends earlier tools and history is checked and copied like the first one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Any
 import httpx
 
 from agent.testing import FakeGemini, function_call, reply
-from agent.testing._memo import RequestMemo
-from agent.testing._render import estimate_usage
 
 URL = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
 KEY = {"x-goog-api-key": "k"}
@@ -68,15 +66,3 @@ def test_model_functions_get_copies_they_may_change() -> None:
     assert [r.contents[0]["parts"][0]["text"] for r in fake.requests] == ["go", "go"]
     assert seen[0] is not seen[1]
     assert seen[1]["tools"] is not seen[0]["tools"]
-
-
-def test_prompt_estimate_matches_a_full_measure_while_reusing_sizes() -> None:
-    memo = RequestMemo()
-    history: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "héllo"}]}]
-    for step in range(4):
-        body = memo.normalize(
-            {"contents": copy.deepcopy(history), "tools": tools("a"), "system_instruction": USER}
-        )
-        assert memo.prompt_tokens(body) == estimate_usage(body, [])["promptTokenCount"]
-        history.append({"role": "model" if step % 2 else "user", "parts": [{"text": "x" * step}]})
-    assert memo.prompt_tokens({"contents": []}) == 0

@@ -1,0 +1,346 @@
+"""`SqliteStore`: sessions in one SQLite file, shared safely by threads and processes.
+
+SQLite (standard library) was chosen over one JSON file per session because it gives, with no
+extra code: atomic replacement of a transcript (each save is one transaction, so a crash
+mid-save leaves the previous version), safe concurrent use by several processes (SQLite's own
+file locking with a busy timeout, where files would need platform-specific locks and careful
+rename dances), a single file to back up or delete, and an atomic "take the lease if free" step
+used to refuse two runs on one session.
+
+A run holds its session through a row of the ``leases`` table, renewed while the run lasts;
+see `SqliteStore.lock_session`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from agent._store import check_session_id
+from agent._transcript import Transcript, stamped_json
+from agent.errors import SessionBusyError
+
+__all__ = ["SqliteStore"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    session_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+"""
+
+
+def _pid_alive(pid: int) -> bool:
+    """Tell whether process ``pid`` on this host may still be running."""
+    if os.name != "posix":  # no side-effect-free probe elsewhere: trust the lease's expiry
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        pass
+    return True
+
+
+def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
+    """Run ``fn`` in one write transaction: all of its changes are kept, or none."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn()
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+class SqliteStore:
+    """Keeps transcripts in one SQLite file, safe across threads and processes.
+
+    Each save is one transaction (a crash leaves the previous version), the database runs in WAL
+    mode with full sync, and all I/O happens in a worker thread, never on the event loop. The
+    file is opened on first use; `close` (or ``async with``) releases it.
+
+    A run holds its session through a lease row that is renewed while the run lasts. A second
+    run on the same session, in this or another process, gets `SessionBusyError`. A lease left
+    by a crashed process is taken over once it expires (``lease_seconds``), or at once when the
+    holder was on this host and its process is gone.
+
+    Example::
+
+        async with SqliteStore("sessions.db") as store:
+            await store.save("alice", Transcript(contents=[...]))
+            transcript = await store.get("alice")
+
+    Pass it to an agent as ``Agent(..., store=SqliteStore("sessions.db"))``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 10.0,
+        lease_seconds: float = 60.0,
+    ) -> None:
+        """Name the database file; nothing is opened or created until first use.
+
+        Args:
+            path: The database file; created on first use if missing.
+            busy_timeout: Seconds to wait for another process's write to finish before a
+                read or write fails with `sqlite3.OperationalError`.
+            lease_seconds: How long a session lease lasts without renewal; a held lease is
+                renewed every third of this.
+        """
+        self.path = Path(path)
+        """The database file."""
+        self.busy_timeout = busy_timeout
+        """Seconds to wait for another process's write to finish before failing."""
+        self.lease_seconds = lease_seconds
+        """How long a session lease lasts without renewal (renewed every third of it)."""
+        self._conn: sqlite3.Connection | None = None
+        self._mutex = threading.Lock()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.executescript(_SCHEMA)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn`` with the connection in a worker thread, one call at a time."""
+
+        def call() -> _T:
+            with self._mutex:
+                return fn(self._connect())
+
+        return await asyncio.to_thread(call)
+
+    async def close(self) -> None:
+        """Close the database connection; the next call opens it again."""
+
+        def close() -> None:
+            with self._mutex:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await asyncio.to_thread(close)
+
+    async def __aenter__(self) -> SqliteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the Store protocol ---------------------------------------------------------------
+
+    async def get(self, session_id: str) -> Transcript | None:
+        """Load a session.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+
+        Returns:
+            The saved transcript, or None for a session never saved.
+
+        Raises:
+            ValueError: ``session_id`` is not a non-empty string, or the stored row is
+                malformed.
+            TranscriptVersionError: the stored transcript has a schema version this library
+                does not read.
+            sqlite3.Error: the database could not be read.
+        """
+        check_session_id(session_id)
+
+        def get(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT data FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        raw = await self._run(get)
+        return None if raw is None else Transcript.from_json(raw)
+
+    async def save(self, session_id: str, transcript: Transcript) -> None:
+        """Replace the session's transcript in one transaction and set its ``updated_at``.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+            transcript: What to keep.
+
+        Raises:
+            ValueError: ``session_id`` is not a non-empty string, or the transcript holds a
+                NaN or infinite float.
+            TypeError: the transcript holds a value that is not JSON data.
+            sqlite3.Error: the write failed. In every case the previous version is kept.
+        """
+        check_session_id(session_id)
+        raw, now = stamped_json(transcript)
+
+        def save(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO sessions (session_id, version, data, updated_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session_id) DO UPDATE SET version = excluded.version,"
+                " data = excluded.data, updated_at = excluded.updated_at",
+                (session_id, transcript.version, raw, now),
+            )
+
+        await self._run(lambda conn: _transaction(conn, lambda: save(conn)))
+        transcript.updated_at = now
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session's saved transcript (a lease held on it is left to its run).
+
+        Args:
+            session_id: The session to delete.
+
+        Returns:
+            True if a transcript was deleted, False if there was none.
+        """
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            return cur.rowcount > 0
+
+        return await self._run(delete)
+
+    async def session_ids(self) -> list[str]:
+        """List the saved sessions.
+
+        Returns:
+            The saved session ids, sorted.
+        """
+
+        def ids(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT session_id FROM sessions ORDER BY session_id")
+            return [str(r[0]) for r in rows]
+
+        return await self._run(ids)
+
+    # -- leases ---------------------------------------------------------------------------
+
+    def _acquire(self, conn: sqlite3.Connection, session_id: str, owner: str) -> None:
+        host, pid, now = socket.gethostname(), os.getpid(), time.time()
+
+        def take() -> None:
+            row = conn.execute(
+                "SELECT host, pid, expires_at FROM leases WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is not None:
+                held_host, held_pid, expires_at = str(row[0]), int(row[1]), float(row[2])
+                dead = held_host == host and held_pid != pid and not _pid_alive(held_pid)
+                if expires_at > now and not dead:
+                    here = held_pid == pid and held_host == host
+                    holder = "this process" if here else f"process {held_pid} on host {held_host!r}"
+                    raise SessionBusyError(session_id, holder)
+            conn.execute(
+                "INSERT OR REPLACE INTO leases (session_id, owner, host, pid, expires_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, owner, host, pid, now + self.lease_seconds),
+            )
+
+        _transaction(conn, take)
+
+    def _renew(self, conn: sqlite3.Connection, session_id: str, owner: str) -> bool:
+        cur = conn.execute(
+            "UPDATE leases SET expires_at = ? WHERE session_id = ? AND owner = ?",
+            (time.time() + self.lease_seconds, session_id, owner),
+        )
+        return cur.rowcount > 0
+
+    def _release(self, conn: sqlite3.Connection, session_id: str, owner: str) -> None:
+        conn.execute("DELETE FROM leases WHERE session_id = ? AND owner = ?", (session_id, owner))
+
+    async def _keep_renewed(self, session_id: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                renewed = await self._run(lambda conn: self._renew(conn, session_id, owner))
+            except sqlite3.Error as exc:  # a busy database now and then: try again next time
+                logger.warning("could not renew the lease on session %r: %s", session_id, exc)
+                continue
+            if not renewed:
+                logger.warning("the lease on session %r expired and was taken over", session_id)
+                return
+
+    async def _release_quietly(self, session_id: str, owner: str) -> None:
+        try:
+            await self._run(lambda conn: self._release(conn, session_id, owner))
+        except sqlite3.Error as exc:  # the lease then simply expires
+            logger.warning("could not release the lease on session %r: %s", session_id, exc)
+
+    @contextlib.asynccontextmanager
+    async def lock_session(self, session_id: str) -> AsyncIterator[None]:
+        """Hold ``session_id`` for one run, across processes.
+
+        Runs normally take the lock through `session_lock`, which also excludes other holders
+        in this process; this is the cross-process half.
+
+        Args:
+            session_id: The session's id.
+
+        Yields:
+            Nothing; the session is held until the block exits.
+
+        Raises:
+            SessionBusyError: another run, in this or another process, holds the session.
+        """
+        owner = uuid.uuid4().hex
+        acquiring = asyncio.ensure_future(
+            self._run(lambda conn: self._acquire(conn, session_id, owner))
+        )
+        try:
+            await asyncio.shield(acquiring)
+        except asyncio.CancelledError:
+            # The worker thread may still take the lease: give it back rather than leave it
+            # blocking the session until it expires.
+            with contextlib.suppress(Exception):
+                await acquiring
+                await self._release_quietly(session_id, owner)
+            raise
+        renewer = asyncio.create_task(self._keep_renewed(session_id, owner))
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self._release_quietly(session_id, owner)
