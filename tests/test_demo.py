@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent._demo import demo_data, run_demo
+from agent.cli.demo import demo_data, run_demo
 from agent.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

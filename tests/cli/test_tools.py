@@ -115,6 +115,6 @@ def test_help_does_not_import_the_sdk(cli: Cli) -> None:
 
 def test_the_documented_default_model_is_the_agents() -> None:
     import agent
-    from agent._cli_common import DEFAULT_MODEL_NAME
+    from agent.cli._options import DEFAULT_MODEL_NAME
 
     assert DEFAULT_MODEL_NAME == agent.DEFAULT_MODEL

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from agent._cli_common import (
+from agent.cli._options import (
     EXIT_CODES_HELP,
     EXIT_OK,
     CliError,
@@ -26,7 +26,7 @@ from agent._cli_common import (
     read_system,
     report_fake,
 )
-from agent._cli_run import Asker, stream_run
+from agent.cli.run import Asker, stream_run
 
 if TYPE_CHECKING:
     from agent._agent import Agent

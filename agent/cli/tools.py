@@ -8,7 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from agent._cli_common import (
+from agent.cli._options import (
     add_toolkit_flags,
     build_toolkit,
     check_toolkit_flags,

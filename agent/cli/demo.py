@@ -38,7 +38,7 @@ _RETRY = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
 @contextmanager
 def demo_data() -> Iterator[Path]:
     """Yield the directory of the demo's shipped files (``demo.yaml``, ``skills/``)."""
-    with resources.as_file(resources.files("agent") / "_demo_data") as path:
+    with resources.as_file(resources.files("agent.cli") / "_demo_data") as path:
         yield Path(path)
 
 
@@ -61,7 +61,7 @@ def run_demo(
 
     Example::
 
-        from agent._demo import run_demo
+        from agent.cli.demo import run_demo
         raise SystemExit(run_demo())
     """
     import sys

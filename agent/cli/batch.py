@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent._cli_common import (
+from agent.cli._options import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
     EXIT_OK,
@@ -35,7 +35,7 @@ from agent._cli_common import (
 )
 
 if TYPE_CHECKING:
-    from agent._cli_common import AgentFactory
+    from agent.cli._options import AgentFactory
     from agent.events import RetryEvent
     from toolnexus import Tool, Toolkit
 

@@ -3,7 +3,7 @@
 Each subcommand has an ``add_<name>`` function that declares its parser and sets
 ``command`` (a function of the parsed arguments returning the exit code); ``build_parser``
 calls every adder listed in ``_SUBCOMMANDS``, and ``main`` parses and dispatches. The
-subcommands live in ``agent._cli_*`` modules and import the SDK only when they run.
+subcommands live in ``agent.cli`` modules and import the SDK only when they run.
 
 Example::
 
@@ -17,9 +17,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agent._cli_batch import add_batch
-from agent._cli_chat import add_chat
-from agent._cli_common import (
+from agent.cli.batch import add_batch
+from agent.cli.chat import add_chat
+from agent.cli._options import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -30,8 +30,8 @@ from agent._cli_common import (
     EXIT_USAGE,
     CliError,
 )
-from agent._cli_run import add_run
-from agent._cli_tools import add_tools
+from agent.cli.run import add_run
+from agent.cli.tools import add_tools
 
 __all__ = [
     "EXIT_BLOCKED",
@@ -55,7 +55,7 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from agent._demo import run_demo
+    from agent.cli.demo import run_demo
 
     return run_demo(transport=args.transport, keep=args.keep, scenario=args.scenario)
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent._cli_common import (
+from agent.cli._options import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
     EXIT_USAGE,
