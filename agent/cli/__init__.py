@@ -1,9 +1,9 @@
 """The ``toolnexus-agent`` command line: ``run``, ``chat``, ``tools``, ``batch``, ``demo``.
 
-Each subcommand has an ``add_<name>`` function that declares its parser and sets
-``command`` (a function of the parsed arguments returning the exit code); ``build_parser``
-calls every adder listed in ``_SUBCOMMANDS``, and ``main`` parses and dispatches. The
-subcommands live in ``agent.cli`` modules and import the SDK only when they run.
+Each subcommand is a module of this package with an ``add_parser`` function that declares
+its flags and a ``command`` function of the parsed arguments that returns the exit code.
+The subcommands import the Gemini SDK and the agent loop only when they run, so
+``toolnexus-agent --help`` starts at once.
 
 Example::
 
@@ -17,9 +17,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agent.cli.batch import add_batch
-from agent.cli.chat import add_chat
-from agent.cli._options import (
+from agent.cli import batch, chat, demo, run, tools
+from agent.cli._exits import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -30,8 +29,6 @@ from agent.cli._options import (
     EXIT_USAGE,
     CliError,
 )
-from agent.cli.run import add_run
-from agent.cli.tools import add_tools
 
 __all__ = [
     "EXIT_BLOCKED",
@@ -41,6 +38,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PENDING",
     "EXIT_USAGE",
+    "CliError",
     "build_parser",
     "main",
 ]
@@ -51,50 +49,17 @@ Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY a
 
 {EXIT_CODES_HELP}"""
 
+_SUBCOMMANDS = (run, chat, tools, batch, demo)
+
 Command = Callable[[argparse.Namespace], int]
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from agent.cli.demo import run_demo
-
-    return run_demo(transport=args.transport, keep=args.keep, scenario=args.scenario)
-
-
-def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "demo",
-        help="run the offline demo (no API key, no network)",
-        description=(
-            "Run the agent loop with the real built-in tools and the hello-world skill in a "
-            "scratch workspace, against a scripted Gemini. Needs no API key and no network."
-        ),
-    )
-    parser.add_argument(
-        "--transport",
-        choices=("inprocess", "http"),
-        default="inprocess",
-        help="reach the fake Gemini in process (default) or over HTTP on 127.0.0.1",
-    )
-    parser.add_argument("--keep", action="store_true", help="keep the scratch workspace")
-    parser.add_argument(
-        "--scenario",
-        metavar="YAML",
-        help="play this scenario file instead of the built-in one (see examples/scenarios/)",
-    )
-    parser.set_defaults(command=_demo)
-
-
-_SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], ...] = (
-    add_run,
-    add_chat,
-    add_tools,
-    add_batch,
-    _add_demo,
-)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand."""
+    """Return the argument parser of ``toolnexus-agent`` with every subcommand.
+
+    Returns:
+        The parser; a parsed namespace's ``command`` runs the chosen subcommand.
+    """
     parser = argparse.ArgumentParser(
         prog="toolnexus-agent",
         description="Gemini agents with toolnexus tools.",
@@ -102,15 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in _SUBCOMMANDS:
-        add(commands)
+    for subcommand in _SUBCOMMANDS:
+        subcommand.add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line and return its exit code.
+    """Run the ``toolnexus-agent`` command line and return its exit code.
+
+    A usage error (a `CliError`) is printed as one line on stderr, and Ctrl-C prints
+    ``interrupted``; neither shows a traceback.
+
+    Args:
+        argv: The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: one of the ``EXIT_*`` constants of this module.
+
+    Raises:
+        SystemExit: From argparse, for ``--help`` (code 0) or unparsable flags (code 2).
 
     Example::
+
+        from agent.cli import main
 
         raise SystemExit(main(["demo"]))
     """

@@ -19,27 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.cli._options import (
-    EXIT_CODES_HELP,
-    EXIT_FAILED,
-    EXIT_OK,
-    CliError,
-    add_agent_flags,
-    add_toolkit_flags,
-    agent_log,
-    check_toolkit_flags,
-    open_agents,
-    read_system,
-    report_fake,
-    retry_note,
-)
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
+from agent.cli._logs import agent_log
+from agent.cli._model import AgentFactory, open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._printer import describe_retry
+from agent.cli._toolkit import check_toolkit_flags
 
 if TYPE_CHECKING:
-    from agent.cli._options import AgentFactory
     from agent.events import RetryEvent
     from toolnexus import Tool, Toolkit
 
-__all__ = ["Task", "add_batch", "load_tasks", "read_finished"]
+__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
 
 _EPILOG = f"""\
 tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
@@ -88,8 +79,8 @@ class Task:
     max_turns: int | None = None
 
 
-def add_batch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare ``batch``."""
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``batch`` and its flags."""
     parser = commands.add_parser(
         "batch",
         help="run a YAML file of tasks concurrently into a resumable JSONL file",
@@ -119,7 +110,7 @@ def add_batch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
-    parser.set_defaults(command=batch_command)
+    parser.set_defaults(command=command)
 
 
 # --------------------------------------------------------------------------- input
@@ -265,7 +256,7 @@ class _Progress:
 
     def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
-            self._note(f"{record['id']}: {retry_note(retry, waited=True)}")
+            self._note(f"{record['id']}: {describe_retry(retry)}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -309,7 +300,7 @@ class _Progress:
 # --------------------------------------------------------------------------- running
 
 
-def batch_command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
@@ -373,7 +364,7 @@ async def _batch(
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker(factory, toolkit))
-        report_fake(factory, sys.stderr)
+        factory.report(sys.stderr)
 
 
 async def _run_task(
@@ -384,7 +375,7 @@ async def _run_task(
     system: str | None,
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
-    from agent.errors import RunError
+    from agent import RunError
 
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}

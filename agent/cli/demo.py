@@ -1,38 +1,65 @@
-"""The offline demo: the real agent loop and real tools against a scripted Gemini.
+"""``toolnexus-agent demo``: the real agent loop and real tools against a scripted Gemini.
 
 No API key and no network: a scratch workspace gets a copy of the hello-world skill, the
 toolkit is built with the real built-in tools, and a `FakeGemini` plays the scenario shipped
 with the package (the same file as ``examples/scenarios/demo.yaml``). The model loads the
 skill, reads and runs its script, writes ``greeting.txt`` and answers; every turn, tool call
-and result is printed.
+and result is shown the way ``run`` shows them.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import json
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
-import toolnexus as tn
-from agent._agent import Agent
-from agent._result import RunResult
-from agent._retry import RetryPolicy
-from agent.errors import RunError
-from agent.events import DoneEvent, RetryEvent, TextEvent, ThoughtEvent, ToolCallEvent, ToolResultEvent
-from agent.testing import FakeGemini, read_scenario
+from agent.cli._exits import EXIT_FAILED, EXIT_OK
+from agent.cli._printer import EventPrinter, stream_run
 
-__all__ = ["demo_data", "run_demo"]
+if TYPE_CHECKING:
+    from agent import Agent, RunResult
+    from agent.testing import FakeGemini
+
+__all__ = ["add_parser", "command", "demo_data", "run_demo"]
 
 _DEMO_KEY = "demo-key-not-a-secret"
-_RESULT_LINES = 6
-# Short waits: a retried failure of the scripted model is worth showing, not waiting for.
-_RETRY = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``demo`` and its flags."""
+    parser = commands.add_parser(
+        "demo",
+        help="run the offline demo (no API key, no network)",
+        description=(
+            "Run the agent loop with the real built-in tools and the hello-world skill in a "
+            "scratch workspace, against a scripted Gemini. Needs no API key and no network."
+        ),
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("inprocess", "http"),
+        default="inprocess",
+        help="reach the fake Gemini in process (default) or over HTTP on 127.0.0.1",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the scratch workspace")
+    parser.add_argument(
+        "--scenario",
+        metavar="YAML",
+        help="play this scenario file instead of the built-in one (see examples/scenarios/)",
+    )
+    parser.set_defaults(command=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``demo`` and return its exit code."""
+    return run_demo(transport=args.transport, keep=args.keep, scenario=args.scenario)
 
 
 @contextmanager
@@ -49,23 +76,28 @@ def run_demo(
     keep: bool = False,
     scenario: str | Path | None = None,
 ) -> int:
-    """Run the offline demo and print its transcript; return the exit code (0 = success).
-
-    ``transport="http"`` serves the fake on 127.0.0.1 and talks to it over real HTTP
-    instead of the in-process transport. ``keep`` leaves the scratch workspace on disk.
-    ``scenario`` plays another scenario file with the same workspace and tools; its
-    top-level ``files`` lists what the run must leave in the workspace.
+    """Run the offline demo and print its transcript.
 
     Success means: the run completed, the scripted model used every turn and saw every
     expectation met, and the scenario's ``files`` exist.
 
+    Args:
+        out: Where the transcript goes (default: stdout).
+        transport: ``"http"`` serves the fake on 127.0.0.1 and talks to it over real HTTP
+            instead of in process.
+        keep: Leave the scratch workspace on disk.
+        scenario: Play this scenario file with the same workspace and tools; its
+            top-level ``files`` lists what the run must leave in the workspace.
+
+    Returns:
+        The exit code: 0 on success, 1 otherwise.
+
     Example::
 
         from agent.cli.demo import run_demo
+
         raise SystemExit(run_demo())
     """
-    import sys
-
     stream = out if out is not None else sys.stdout
     workspace = Path(tempfile.mkdtemp(prefix="toolnexus-demo-"))
     try:
@@ -78,6 +110,10 @@ def run_demo(
 
 
 async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path | None) -> int:
+    import toolnexus as tn
+    from agent import Agent, RetryPolicy
+    from agent.testing import read_scenario
+
     with demo_data() as data:
         scenario = read_scenario(data / "demo.yaml" if source is None else Path(source))
         shutil.copytree(data / "skills", workspace / "skills")
@@ -85,128 +121,60 @@ async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path
     fake = scenario.fake()
     model = str(scenario.extra.get("model") or "gemini-3-flash-preview")
     prompt = scenario.prompt or "Say hello."
-    say = _Printer(out)
-    say.line("toolnexus-agent demo: the real agent loop and tools, a scripted Gemini.")
-    say.line("No API key and no network are used.")
-    say.line(f"workspace: {workspace}")
-    say.line(f"tools:     {', '.join(sorted(tool.name for tool in toolkit))}")
-    say.line(f"model:     {model} (scripted by FakeGemini, via {transport})")
-    say.line("")
-    say.line(f"user> {prompt}")
+    out.write(
+        "toolnexus-agent demo: the real agent loop and tools, a scripted Gemini.\n"
+        "No API key and no network are used.\n"
+        f"workspace: {workspace}\n"
+        f"tools:     {', '.join(sorted(tool.name for tool in toolkit))}\n"
+        f"model:     {model} (scripted by FakeGemini, via {transport})\n"
+        f"\nuser> {prompt}\n"
+    )
+    # A retried failure of the scripted model is worth showing, not waiting for.
+    retry = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
     if transport == "http":
         with fake.serve() as server:
-            agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY, retry=_RETRY)
-            result = await _play(agent, prompt, say)
+            agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY, retry=retry)
+            result = await _play(agent, prompt, out)
             await agent.aclose()
     else:
-        http = fake.http_client()
-        async with http:
-            agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY, retry=_RETRY)
-            result = await _play(agent, prompt, say)
+        async with fake.http_client() as http:
+            agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY, retry=retry)
+            result = await _play(agent, prompt, out)
     files = [str(name) for name in scenario.extra.get("files") or []]
-    return _verdict(result, fake, workspace, files, say)
+    return _verdict(result, fake, workspace, files, out)
 
 
-async def _play(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
+async def _play(agent: Agent, prompt: str, out: TextIO) -> RunResult:
+    from agent import RunError
+
     try:
-        return await _events(agent, prompt, say)
+        return await stream_run(agent, prompt, EventPrinter(out, out, turns=True))
     except RunError as exc:
-        say.line(f"the run failed: {exc}")
+        out.write(f"the run failed: {exc}\n")
         return exc.result
 
 
-async def _events(agent: Agent, prompt: str, say: _Printer) -> RunResult | None:
-    result: RunResult | None = None
-    turn = 0
-    # Streamed text and thoughts arrive in pieces: print each run of them whole, and label
-    # the last turn's text as the answer.
-    kind: list[str] = [""]
-    pieces: list[str] = []
-
-    def flush(label: str | None = None) -> None:
-        if pieces:
-            say.block(label or kind[0], "".join(pieces))
-            pieces.clear()
-
-    def collect(label: str, piece: str) -> None:
-        if kind[0] != label:
-            flush()
-            kind[0] = label
-        pieces.append(piece)
-
-    async for event in agent.stream(prompt):
-        if isinstance(event, TextEvent | ThoughtEvent | ToolCallEvent) and event.turn != turn:
-            flush()
-            turn = event.turn
-            say.line(f"\n--- turn {turn} ---")
-        if isinstance(event, TextEvent):
-            collect("model> ", event.text)
-        elif isinstance(event, ThoughtEvent):
-            collect("model (thinking)> ", event.text)
-        elif isinstance(event, ToolCallEvent):
-            flush()
-            say.line(f"tool call> {event.call.name} {json.dumps(event.call.args, ensure_ascii=False)}")
-        elif isinstance(event, ToolResultEvent):
-            flush()
-            label = "tool error" if event.result.is_error else "tool result"
-            say.block(f"{label} ({event.call.name})> ", _clip(event.result.output))
-        elif isinstance(event, RetryEvent):
-            flush()
-            say.line(f"(retrying the model call: {event.status}, after {event.delay:.1f} s)")
-        elif isinstance(event, DoneEvent):
-            result = event.result
-    answered = result is not None and result.status == "completed" and kind[0] == "model> "
-    flush("answer> " if answered else None)
-    return result
-
-
 def _verdict(
-    result: RunResult | None, fake: FakeGemini, workspace: Path, files: list[str], say: _Printer
+    result: RunResult, fake: FakeGemini, workspace: Path, files: list[str], out: TextIO
 ) -> int:
-    say.line("")
     problems: list[str] = []
-    if result is None or result.status != "completed":
-        status = (
-            "no result" if result is None else f"{result.status} ({result.limit or result.reason})"
+    if result.status != "completed":
+        problems.append(
+            f"the run did not complete: {result.status} ({result.limit or result.reason})"
         )
-        problems.append(f"the run did not complete: {status}")
     problems.extend(f"{name} was not written" for name in files if not (workspace / name).is_file())
     problems.extend(fake.failures)
     if fake.remaining:
         problems.append(f"{fake.remaining} scripted model turns were not used")
+    out.write("\n")
     if problems:
-        for problem in problems:
-            say.line(f"demo failed: {problem}")
-        return 1
-    assert result is not None
-    summary = f"done: {result.status} in {result.turns} model turns and "
-    summary += f"{len(result.tool_calls)} tool calls"
+        out.writelines(f"demo failed: {problem}\n" for problem in problems)
+        return EXIT_FAILED
+    summary = (
+        f"done: {result.status} in {result.turns} model turns and "
+        f"{len(result.tool_calls)} tool calls"
+    )
     for name in files:
         summary += f"; {name} holds {(workspace / name).read_text(encoding='utf-8').strip()!r}"
-    say.line(summary)
-    return 0
-
-
-def _clip(text: str) -> str:
-    lines = text.rstrip("\n").splitlines() or [""]
-    if len(lines) <= _RESULT_LINES:
-        return "\n".join(lines)
-    hidden = len(lines) - _RESULT_LINES
-    more = f"... ({hidden} more line{'s' if hidden > 1 else ''})"
-    return "\n".join([*lines[:_RESULT_LINES], more])
-
-
-class _Printer:
-    """Write transcript lines, indenting continuation lines under their label."""
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-
-    def line(self, text: str) -> None:
-        self._out.write(text + "\n")
-        self._out.flush()
-
-    def block(self, label: str, text: str) -> None:
-        first, *rest = text.splitlines() or [""]
-        pad = " " * len(label)
-        self.line(label + first + "".join(f"\n{pad}{line}" for line in rest))
+    out.write(summary + "\n")
+    return EXIT_OK

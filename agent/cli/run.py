@@ -10,31 +10,21 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from agent.cli._options import (
-    EXIT_CODES_HELP,
-    EXIT_FAILED,
-    EXIT_USAGE,
-    CliError,
-    add_agent_flags,
-    add_toolkit_flags,
-    agent_log,
-    check_toolkit_flags,
-    exit_code,
-    open_agents,
-    read_system,
-    report_fake,
-    retry_note,
-)
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
+from agent.cli._logs import agent_log
+from agent.cli._model import open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._printer import EventPrinter, stream_run
+from agent.cli._questions import Asker
+from agent.cli._toolkit import check_toolkit_flags
 
 if TYPE_CHECKING:
-    from agent._agent import Agent
-    from agent._result import RunResult
-    from toolnexus import Answer, Request, Tool
+    from agent import RunResult
+    from toolnexus import Tool
 
-__all__ = ["Asker", "add_run", "stream_run"]
+__all__ = ["add_parser", "command"]
 
 _EPILOG = f"""\
 examples:
@@ -53,11 +43,9 @@ resumed by running it again with --answer and no prompt:
 
 {EXIT_CODES_HELP}"""
 
-_RESULT_WIDTH = 100
 
-
-def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare ``run``."""
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``run`` and its flags."""
     parser = commands.add_parser(
         "run",
         help="run one prompt and stream the answer",
@@ -92,10 +80,10 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
-    parser.set_defaults(command=run_command)
+    parser.set_defaults(command=command)
 
 
-def run_command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     """Run ``run`` and return its exit code."""
     if args.session is not None and args.store is None:
         raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
@@ -113,10 +101,9 @@ def run_command(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
 ) -> int:
-    from agent._store import SessionBusyError, SqliteStore
-    from agent.errors import ConfigurationError, RunError
+    from agent import ConfigurationError, RunError, SessionBusyError, SqliteStore
 
-    store: SqliteStore | None = SqliteStore(args.store) if args.store else None
+    store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
     asker = Asker(args.answer, err)
     async with open_agents(args, own) as (factory, toolkit):
@@ -132,17 +119,16 @@ async def _run(
             if args.json:
                 result = await agent.run(prompt, session=args.session)
             else:
-                result = await stream_run(agent, prompt, out, err, session=args.session)
+                printer = EventPrinter(out, err)
+                result = await stream_run(agent, prompt, printer, session=args.session)
         except RunError as exc:
             failed, result = str(exc), exc.result
-        except SessionBusyError as exc:
-            raise CliError(f"run: {exc}", EXIT_USAGE) from None
-        except ConfigurationError as exc:
+        except (ConfigurationError, SessionBusyError) as exc:
             raise CliError(f"run: {exc}") from None
         finally:
             if store is not None:
                 await store.close()
-        report_fake(factory, err)
+        factory.report(err)
     if args.json:
         data = result.to_dict()
         if failed is not None:
@@ -167,129 +153,3 @@ def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str
     elif result.status != "completed":
         detail = result.limit or result.reason or ""
         err.write(f"{result.status}: {detail}\n")
-
-
-async def stream_run(
-    agent: Agent,
-    prompt: str | None,
-    out: TextIO,
-    err: TextIO,
-    *,
-    session: str | None = None,
-) -> RunResult:
-    """Stream one run: text to ``out`` as it arrives, tool activity to ``err``; return it."""
-    from agent.events import DoneEvent, RetryEvent, TextEvent, ThoughtEvent, ToolCallEvent, ToolResultEvent
-
-    result: RunResult | None = None
-    at_line_start = True
-    thinking: list[str] = []
-
-    def newline() -> None:
-        nonlocal at_line_start
-        if thinking:
-            err.write(f"(thinking) {' '.join(''.join(thinking).split())}\n")
-            thinking.clear()
-        if not at_line_start:
-            out.write("\n")
-            out.flush()
-            at_line_start = True
-
-    async for event in agent.stream(prompt, session=session):
-        if isinstance(event, ThoughtEvent):
-            thinking.append(event.text)
-            continue
-        if isinstance(event, TextEvent):
-            if thinking:
-                newline()
-            out.write(event.text)
-            out.flush()
-            at_line_start = event.text.endswith("\n")
-        elif isinstance(event, ToolCallEvent):
-            newline()
-            args = json.dumps(event.call.args, ensure_ascii=False)
-            err.write(f"-> {event.call.name} {_shorten(args)}\n")
-        elif isinstance(event, ToolResultEvent):
-            if event.result.pending is not None:
-                err.write(f"<- {event.call.name}: (waiting for an answer)\n")
-            else:
-                mark = "x " if event.result.is_error else "<- "
-                err.write(f"{mark}{event.call.name}: {_summary(event.result.output)}\n")
-        elif isinstance(event, RetryEvent):
-            newline()
-            err.write(retry_note(event) + "\n")
-        elif isinstance(event, DoneEvent):
-            result = event.result
-        err.flush()
-    newline()
-    assert result is not None
-    return result
-
-
-def _summary(output: str) -> str:
-    lines = output.strip().splitlines()
-    if not lines:
-        return "(empty)"
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return _shorten(lines[0]) + more
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= _RESULT_WIDTH else text[: _RESULT_WIDTH - 3] + "..."
-
-
-class Asker:
-    """The ``wait_for`` of the CLI: answers ``question`` requests from --answer, else the terminal.
-
-    Each question of a request takes the next ``--answer`` value; when they run out, it
-    reads a line of stdin if stdin is a terminal (or ``tty=True``), else declines (the model
-    is told nobody answered). End of input declines too.
-    """
-
-    def __init__(self, answers: Sequence[str], err: TextIO, *, tty: bool | None = None) -> None:
-        self._answers = list(answers)
-        self._err = err
-        self._tty = sys.stdin.isatty() if tty is None else tty
-
-    def available(self) -> bool:
-        """Whether any answer source exists (given answers or a terminal)."""
-        return bool(self._answers) or self._tty
-
-    async def __call__(self, request: Request) -> Answer:
-        """Answer ``request``: one answer per question, from --answer or the terminal."""
-        questions = _questions(request)
-        replies: dict[str, str] = {}
-        for key, shown in questions:
-            reply = await self._one(shown)
-            if reply is None:
-                return {"id": request["id"], "ok": False, "data": "no answer was given"}
-            replies[key] = reply
-        data: Any = replies[questions[0][0]] if len(questions) == 1 else replies
-        return {"id": request["id"], "ok": True, "data": data}
-
-    async def _one(self, question: str) -> str | None:
-        if self._answers:
-            reply = self._answers.pop(0)
-            self._err.write(f"? {question}\n  (answered from --answer: {reply})\n")
-            return reply
-        if not self._tty:
-            return None
-        self._err.write(f"? {question}\n> ")
-        self._err.flush()
-        line = await asyncio.to_thread(sys.stdin.readline)
-        return line.rstrip("\n") if line else None
-
-
-def _questions(request: Request) -> list[tuple[str, str]]:
-    """Return (question, question as shown with its options) for each question asked."""
-    data = request.get("data")
-    items = data.get("questions") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        return [(request["prompt"], request["prompt"])]
-    pairs = []
-    for item in items:
-        fields = item if isinstance(item, dict) else {"question": item}
-        text = str(fields.get("question", ""))
-        options = fields.get("options")
-        shown = f"{text} (options: {', '.join(map(str, options))})" if options else text
-        pairs.append((text, shown))
-    return pairs

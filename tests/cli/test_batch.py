@@ -218,8 +218,7 @@ def test_a_tasks_model_call_retries_are_shown(inproc: InProcess, workdir: Path) 
     with fake.serve() as server:
         code, _, err = inproc(*_batch("r.jsonl"), server=server)
     assert code == 0, err
-    assert (
-        "flaky: (model call failed: UNAVAILABLE; retried after 0.0 s)\n[1/1] flaky completed" in err
-    )
+    retry = "flaky: (model call failed: UNAVAILABLE; retrying after 0.0 s)\n"
+    assert retry + "[1/1] flaky completed" in err
     (record,) = _records(workdir / "r.jsonl")
     assert record["text"] == "done" and len(fake.requests) == 2

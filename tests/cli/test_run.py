@@ -236,5 +236,5 @@ def test_a_model_call_retry_is_shown_before_the_answer(inproc: InProcess) -> Non
         code, out, err = inproc("run", *TOOLS, "Hello?", server=server)
     assert code == 0, err
     assert out == "Fine.\n"
-    assert "(model call failed: UNAVAILABLE; retrying in 0.0 s)\n" in err
+    assert "(model call failed: UNAVAILABLE; retrying after 0.0 s)\n" in err
     assert len(fake.requests) == 2
