@@ -31,7 +31,7 @@ def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
     assert "<- bash: Hello, Ada! Greetings from the hello-world skill.\n" in transcript
     assert '-> write {"path": "greeting.txt"' in transcript
     assert "<- write: Wrote 50 bytes to greeting.txt" in transcript
-    assert '--- turn 4 ---\nThe hello-world skill\'s script says: "Hello, Ada!' in transcript
+    assert "--- turn 4 ---\nThe hello-world skill's script says: \"Hello, Ada!" in transcript
     assert transcript.rstrip().endswith(
         "greeting.txt holds 'Hello, Ada! Greetings from the hello-world skill.'"
     )
