@@ -138,3 +138,35 @@ def test_demo_fails_when_the_run_does_not_do_what_the_scenario_says(
     out = io.StringIO()
     assert run_demo(out, scenario=scenario) == 1
     assert problem in out.getvalue()
+
+
+def test_demo_and_run_show_events_in_the_same_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "note.yaml"
+    scenario.write_text(
+        "prompt: Write a note.\n"
+        "turns:\n"
+        "  - error: {code: 503, retry_delay: 0.01}\n"
+        "  - calls: [{name: write, args: {path: note.txt, content: hi}}]\n"
+        "  - text: Written.\n"
+    )
+    transcript = io.StringIO()
+    assert run_demo(transcript, scenario=scenario) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--fake", str(scenario), "Write a note."]) == 0
+    shown = capsys.readouterr()
+    assert shown.out == "Written.\n"
+
+    def events(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith(("->", "<-", "(model"))]
+
+    assert (
+        events(transcript.getvalue())
+        == events(shown.err)
+        == [
+            "(model call failed: UNAVAILABLE; retrying after 0.0 s)",
+            '-> write {"path": "note.txt", "content": "hi"}',
+            "<- write: Wrote 2 bytes to note.txt (new file).",
+        ]
+    )
