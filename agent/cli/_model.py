@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from agent.cli._exits import CliError
-from agent.cli._options import DEFAULT_MODEL_NAME, reason
+from agent.cli._options import reason
 from agent.cli._toolkit import build_toolkit
 
 if TYPE_CHECKING:
@@ -101,11 +101,13 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     """
     import httpx
 
+    from agent import DEFAULT_MODEL
+
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
-            yield AgentFactory(args.model or DEFAULT_MODEL_NAME, http, None)
+            yield AgentFactory(args.model or DEFAULT_MODEL, http, None)
         return
     import yaml
 
@@ -118,7 +120,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     except (ScenarioError, ValueError, yaml.YAMLError) as exc:
         raise CliError(f"--fake: {args.fake} is not a valid scenario: {exc}") from None
     fake = scenario.fake()
-    model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL_NAME)
+    model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
         yield AgentFactory(model, http, "fake-key-not-a-secret", fake)
 

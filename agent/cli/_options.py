@@ -11,16 +11,11 @@ from pathlib import Path
 from agent.cli._exits import CliError
 
 __all__ = [
-    "DEFAULT_MODEL_NAME",
     "add_agent_flags",
     "add_toolkit_flags",
     "read_system",
     "reason",
 ]
-
-DEFAULT_MODEL_NAME = "gemini-2.5-flash"
-"""``agent.DEFAULT_MODEL``, spelled out so ``--help`` does not import the SDK (a test pins it)."""
-
 
 def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
     """Declare the flags that choose the tools: skills, MCP, built-ins, Python tools."""
@@ -64,7 +59,7 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     """Declare the flags of the model and the loop: model, system prompt, turns, fake."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "--model", metavar="NAME", help=f"the Gemini model (default: {DEFAULT_MODEL_NAME})"
+        "--model", metavar="NAME", help="the Gemini model (default: agent.DEFAULT_MODEL)"
     )
     group.add_argument(
         "--system",

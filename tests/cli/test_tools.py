@@ -109,10 +109,3 @@ def test_help_does_not_import_the_sdk() -> None:
     )
     assert done.returncode != 3, "`import agent` itself imports google.genai"
     assert done.returncode == 0, done.stderr
-
-
-def test_the_documented_default_model_is_the_agents() -> None:
-    import agent
-    from agent.cli._options import DEFAULT_MODEL_NAME
-
-    assert DEFAULT_MODEL_NAME == agent.DEFAULT_MODEL
