@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from agent.cli._exits import CliError
 from agent.cli._options import reason
 from agent.cli._toolkit import build_toolkit
+from agent.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import httpx
@@ -60,7 +61,7 @@ class AgentFactory:
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
         """
-        from agent import Agent, ConfigurationError, RetryPolicy
+        from agent import Agent, RetryPolicy
 
         # A scripted model's failures are worth showing, not waiting for.
         quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1) if self.fake else None

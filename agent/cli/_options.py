@@ -17,6 +17,7 @@ __all__ = [
     "reason",
 ]
 
+
 def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
     """Declare the flags that choose the tools: skills, MCP, built-ins, Python tools."""
     group = parser.add_argument_group("tools")

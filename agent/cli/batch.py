@@ -25,6 +25,7 @@ from agent.cli._model import AgentFactory, open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import RunError
 
 if TYPE_CHECKING:
     from agent.events import RetryEvent
@@ -375,8 +376,6 @@ async def _run_task(
     system: str | None,
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
-    from agent import RunError
-
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:

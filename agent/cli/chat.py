@@ -21,6 +21,7 @@ from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import Agent
@@ -97,7 +98,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
-    from agent import ConfigurationError, RunError, SessionBusyError
+    from agent import SessionBusyError
 
     out, err = sys.stdout, sys.stderr
     printer = EventPrinter(out, err)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal, TextIO
 
 from agent.cli._exits import EXIT_FAILED, EXIT_OK
 from agent.cli._printer import EventPrinter, stream_run
+from agent.errors import RunError
 
 if TYPE_CHECKING:
     from agent import Agent, RunResult
@@ -145,8 +146,6 @@ async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path
 
 
 async def _play(agent: Agent, prompt: str, out: TextIO) -> RunResult:
-    from agent import RunError
-
     try:
         return await stream_run(agent, prompt, EventPrinter(out, out, turns=True))
     except RunError as exc:

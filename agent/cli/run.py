@@ -19,6 +19,7 @@ from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import RunResult
@@ -101,7 +102,7 @@ def command(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
 ) -> int:
-    from agent import ConfigurationError, RunError, SessionBusyError, SqliteStore
+    from agent import SessionBusyError, SqliteStore
 
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
