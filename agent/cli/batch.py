@@ -74,10 +74,15 @@ class Task:
     """One task of a batch file, with the defaults already applied."""
 
     id: str
+    """The unique id that marks the task done in the output file."""
     prompt: str
+    """What the task asks."""
     model: str | None = None
+    """The task's model (else ``--model``)."""
     system: str | None = None
+    """The task's system prompt (else ``--system``)."""
     max_turns: int | None = None
+    """The task's turn limit (else ``--max-turns``)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -118,7 +123,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def load_tasks(path: str | Path) -> list[Task]:
-    """Read a tasks file; every problem is a `CliError` naming the task and the field."""
+    """Read a tasks file (YAML or JSON): a list of tasks, or ``defaults`` and ``tasks``.
+
+    Args:
+        path: The tasks file.
+
+    Returns:
+        The tasks in file order, each with the defaults applied.
+
+    Raises:
+        CliError: The file cannot be read, or a task is malformed (the message names the
+            task and the field).
+    """
     import yaml
 
     try:
@@ -189,6 +205,13 @@ def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
 
     A last line without its newline is a write a crash cut short: it is cut off the file,
     so the task runs again. Lines that are not JSON objects with an ``id`` are ignored.
+
+    Args:
+        path: The JSON Lines output of earlier runs.
+        err: Where dropped or ignored lines are reported.
+
+    Raises:
+        CliError: The file exists but cannot be read.
     """
     target = Path(path)
     try:
