@@ -14,22 +14,23 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
-from agent.cli._model import AgentFactory, open_agents
+from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import RunError
 
 if TYPE_CHECKING:
+    from agent import Agent
     from agent.events import RetryEvent
-    from toolnexus import Tool, Toolkit
+    from toolnexus import Tool
 
 __all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
 
@@ -373,48 +374,48 @@ async def _batch(
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
         queue.put_nowait(task)
-
-    async def worker(factory: AgentFactory, toolkit: Toolkit) -> None:
-        while not queue.empty():
-            task = queue.get_nowait()
-            progress.started()
-            record, retries = await _run_task(factory, toolkit, task, args, system)
-            output.append(record)
-            finished[task.id] = record["status"]
-            progress.finished(record, retries)
-
     async with open_agents(args, own) as (factory, toolkit):
-        workers = min(args.concurrency, len(todo))
+        # Tasks with the same settings share one agent (an agent serves concurrent runs).
+        agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+
+        def agent_for(task: Task) -> Agent:
+            model = task.model or args.model
+            prompt = task.system if task.system is not None else system
+            max_turns = task.max_turns or args.max_turns
+            key = (model, prompt, max_turns)
+            if key not in agents:
+                agents[key] = factory.make(toolkit, model=model, system=prompt, max_turns=max_turns)
+            return agents[key]
+
+        async def worker() -> None:
+            while not queue.empty():
+                task = queue.get_nowait()
+                progress.started()
+                record, retries = await _run_task(agent_for, task, factory.model)
+                output.append(record)
+                finished[task.id] = record["status"]
+                progress.finished(record, retries)
+
         async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker(factory, toolkit))
+            for _ in range(min(args.concurrency, len(todo))):
+                group.create_task(worker())
         factory.report(sys.stderr)
 
 
 async def _run_task(
-    factory: AgentFactory,
-    toolkit: Toolkit,
-    task: Task,
-    args: argparse.Namespace,
-    system: str | None,
+    agent_for: Callable[[Task], Agent], task: Task, default_model: str
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        agent = factory.make(
-            toolkit,
-            model=task.model or args.model,
-            system=task.system if task.system is not None else system,
-            max_turns=task.max_turns or args.max_turns,
-        )
-        result = await agent.run(task.prompt)
+        result = await agent_for(task).run(task.prompt)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
         record.update(turns=0, duration=round(time.monotonic() - start, 3))
-        record.update(model=task.model or factory.model, tool_calls=0, reason=None, limit=None)
+        record.update(model=task.model or default_model, tool_calls=0, reason=None, limit=None)
         record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
         return record, ()
     record.update(
