@@ -241,3 +241,11 @@ def test_a_model_call_retry_is_shown_before_the_answer(cli: Cli) -> None:
     assert out == "Fine.\n"
     assert "(model call failed: UNAVAILABLE; retrying after 0.0 s)\n" in err
     assert len(fake.requests) == 2
+
+
+def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
+    from agent import AgentError, ConfigurationError
+    from agent.cli import EXIT_USAGE, CliError
+
+    assert issubclass(CliError, ConfigurationError) and issubclass(CliError, AgentError)
+    assert CliError("--x: bad").code == EXIT_USAGE
