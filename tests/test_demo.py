@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent._demo import demo_data, run_demo
 from agent.cli import main
+from agent.cli.demo import demo_data, run_demo
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,16 +22,16 @@ def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
     assert run_demo(out, transport=transport) == 0  # type: ignore[arg-type]
     transcript = out.getvalue()
     assert "No API key and no network are used." in transcript
-    thinking = "model (thinking)> The user wants a greeting, and there is a skill for that."
+    thinking = "(thinking) The user wants a greeting, and there is a skill for that."
     assert thinking in transcript, "streamed thought pieces are printed whole"
-    assert 'tool call> skill {"name": "hello-world"}' in transcript
-    assert 'tool result (skill)> <skill_content name="hello-world">' in transcript
-    assert "tool call> read " in transcript and "/scripts/greet.sh" in transcript
-    assert "tool call> bash " in transcript
-    assert "tool result (bash)> Hello, Ada! Greetings from the hello-world skill." in transcript
-    assert 'tool call> write {"path": "greeting.txt"' in transcript
-    assert "tool result (write)> Wrote 50 bytes to greeting.txt" in transcript
-    assert "answer> The hello-world skill's script says: \"Hello, Ada!" in transcript
+    assert '-> skill {"name": "hello-world"}' in transcript
+    assert '<- skill: <skill_content name="hello-world"> (+' in transcript
+    assert "-> read " in transcript and "/scripts/greet.sh" in transcript
+    assert "-> bash " in transcript
+    assert "<- bash: Hello, Ada! Greetings from the hello-world skill.\n" in transcript
+    assert '-> write {"path": "greeting.txt"' in transcript
+    assert "<- write: Wrote 50 bytes to greeting.txt" in transcript
+    assert "--- turn 4 ---\nThe hello-world skill's script says: \"Hello, Ada!" in transcript
     assert transcript.rstrip().endswith(
         "greeting.txt holds 'Hello, Ada! Greetings from the hello-world skill.'"
     )
@@ -138,3 +138,35 @@ def test_demo_fails_when_the_run_does_not_do_what_the_scenario_says(
     out = io.StringIO()
     assert run_demo(out, scenario=scenario) == 1
     assert problem in out.getvalue()
+
+
+def test_demo_and_run_show_events_in_the_same_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "note.yaml"
+    scenario.write_text(
+        "prompt: Write a note.\n"
+        "turns:\n"
+        "  - error: {code: 503, retry_delay: 0.01}\n"
+        "  - calls: [{name: write, args: {path: note.txt, content: hi}}]\n"
+        "  - text: Written.\n"
+    )
+    transcript = io.StringIO()
+    assert run_demo(transcript, scenario=scenario) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--fake", str(scenario), "Write a note."]) == 0
+    shown = capsys.readouterr()
+    assert shown.out == "Written.\n"
+
+    def events(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith(("->", "<-", "(model"))]
+
+    assert (
+        events(transcript.getvalue())
+        == events(shown.err)
+        == [
+            "(model call failed: UNAVAILABLE; retrying after 0.0 s)",
+            '-> write {"path": "note.txt", "content": "hi"}',
+            "<- write: Wrote 2 bytes to note.txt (new file).",
+        ]
+    )

@@ -1,15 +1,24 @@
-"""Helpers for the command-line tests: run ``python -m agent`` in a subprocess."""
+"""Helpers for the command-line tests.
+
+Most tests call ``agent.cli.main`` in this process (the `cli` fixture); a few smoke tests
+run ``python -m agent`` in a subprocess (`cli_process`) for what only a real process
+shows: exit codes, Ctrl-C, a terminal.
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent.cli import main
 from agent.testing._server import FakeServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +58,52 @@ def cli_env(server: FakeServer | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
-Cli = Callable[..., subprocess.CompletedProcess[str]]
+class Hold:
+    """Replies the fake holds back until `release` (instead of a long `delay`).
+
+    A test that interrupts a request releases it when done, so the server's handler
+    thread ends within the test (see ``_handlers_end_with_their_test``).
+    """
+
+    def __init__(self) -> None:
+        self._gate = threading.Event()
+
+    def reply(self, text: str) -> Callable[[dict[str, Any]], str]:
+        """A scripted reply answering ``text`` once released."""
+
+        def model(body: dict[str, Any]) -> str:
+            self.wait()
+            return text
+
+        return model
+
+    def wait(self) -> None:
+        """Block the calling handler until `release`."""
+        assert self._gate.wait(60), "a held reply was never released"
+
+    def release(self) -> None:
+        """Let every held reply go."""
+        self._gate.set()
+
+
+def _wait_for_request_handlers() -> None:
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(30)
+            assert not thread.is_alive(), f"a fake server's request handler is stuck: {thread}"
+
+
+@pytest.fixture(autouse=True)
+def _handlers_end_with_their_test() -> Iterator[None]:
+    """Start and end each test with no fake-server request handler running.
+
+    A handler that outlives its client (an interrupted run) fails writing the reply, and
+    the HTTP server prints that traceback on whatever ``sys.stderr`` is at that moment: a
+    later in-process test's captured stderr, which its exact assertions would not expect.
+    """
+    _wait_for_request_handlers()
+    yield
+    _wait_for_request_handlers()
 
 
 @pytest.fixture
@@ -59,9 +113,43 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+Cli = Callable[..., tuple[int, str, str]]
+
+
 @pytest.fixture
-def cli(workdir: Path) -> Cli:
-    """Run ``python -m agent ARGS`` in ``workdir``; ``server=`` points it at a fake."""
+def cli(workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Call ``agent.cli.main(ARGS)`` in this process, in ``workdir``.
+
+    ``server=`` points it at a fake Gemini, ``stdin=`` is what it reads. Returns (exit
+    code, stdout, stderr). The working directory, ``sys.path`` and the imported
+    ``clitools`` module are restored afterwards.
+    """
+    monkeypatch.chdir(workdir)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "clitools", raising=False)
+
+    def run(*args: str, server: FakeServer | None = None, stdin: str = "") -> tuple[int, str, str]:
+        if server is not None:
+            monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+            monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            sys.modules.pop("clitools", None)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+CliProcess = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli_process(workdir: Path) -> CliProcess:
+    """Run ``python -m agent ARGS`` in a subprocess in ``workdir``; ``server=`` as for `cli`."""
 
     def run(
         *args: str,
@@ -79,36 +167,5 @@ def cli(workdir: Path) -> Cli:
             text=True,
             timeout=timeout,
         )
-
-    return run
-
-
-InProcess = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def inproc(
-    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> InProcess:
-    """Call ``agent.cli.main(ARGS)`` in this process (for fast error-path tests).
-
-    Returns (exit code, stdout, stderr). The working directory, ``sys.path`` and the
-    imported ``clitools`` module are restored afterwards.
-    """
-    from agent.cli import main
-
-    monkeypatch.chdir(workdir)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delitem(sys.modules, "clitools", raising=False)
-
-    def run(*args: str, server: FakeServer | None = None) -> tuple[int, str, str]:
-        if server is not None:
-            monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
-            monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
-        capsys.readouterr()
-        code = main(list(args))
-        captured = capsys.readouterr()
-        sys.modules.pop("clitools", None)
-        return code, captured.out, captured.err
 
     return run

@@ -16,7 +16,7 @@ import yaml
 
 from agent.testing import FakeGemini, delay, error
 from agent.testing._replies import ReplyLike
-from tests.cli.conftest import Cli, InProcess, cli_env
+from tests.cli.conftest import Cli, Hold, cli_env
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -55,9 +55,9 @@ def test_twenty_tasks_at_concurrency_four_complete(cli: Cli, workdir: Path) -> N
     _write_tasks(workdir / "tasks.yaml", 20)
     fake = FakeGemini(_answer_by_prompt(0.05))
     with fake.serve() as server:
-        done = cli(*_batch("out.jsonl", "--concurrency", "4"), server=server)
-        again = cli(*_batch("out.jsonl"), server=server)
-    assert done.returncode == 0, done.stderr
+        code, _, err = cli(*_batch("out.jsonl", "--concurrency", "4"), server=server)
+        again_code, _, again_err = cli(*_batch("out.jsonl"), server=server)
+    assert code == 0, err
     records = _records(workdir / "out.jsonl")
     assert sorted(r["id"] for r in records) == [f"t{i:02d}" for i in range(20)]
     for record in records:
@@ -66,25 +66,27 @@ def test_twenty_tasks_at_concurrency_four_complete(cli: Cli, workdir: Path) -> N
         assert record["text"] == f"answer to task {number}"
         assert record["turns"] == 1 and record["usage"]["total"] > 0
         assert record["duration"] >= 0.05
-    assert "[20/20]" in done.stderr
-    assert done.stderr.endswith("20 tasks: 20 completed; results in out.jsonl\n")
+    assert "[20/20]" in err
+    assert err.endswith("20 tasks: 20 completed; results in out.jsonl\n")
     assert _prompts(fake) == Counter(f"task {i}" for i in range(20))
-    assert again.returncode == 0, again.stderr
-    assert "20 of 20 tasks are already in out.jsonl; skipping them" in again.stderr
+    assert again_code == 0, again_err
+    assert "20 of 20 tasks are already in out.jsonl; skipping them" in again_err
     assert len(fake.requests) == 20
 
 
 def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) -> None:
     _write_tasks(workdir / "tasks.yaml", 20)
     out = workdir / "out.jsonl"
-    # The first eight tasks answer at once and the rest slowly, so the batch is surely
-    # still running when it is killed; the resumed run gets fast answers.
+    # The first eight tasks answer at once and the rest are held, so the batch is surely
+    # still running when it is killed; the resumed run gets answers at once.
+    hold = Hold()
     slow = [True]
 
     def model(body: dict[str, Any]) -> ReplyLike:
         prompt = _prompt(body)
-        pause = 3.0 if slow[0] and int(prompt.split()[-1]) >= 8 else 0.01
-        return delay(pause, f"answer to {prompt}")
+        if slow[0] and int(prompt.split()[-1]) >= 8:
+            hold.wait()
+        return delay(0.01, f"answer to {prompt}")
 
     fake = FakeGemini(model)
     command = [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "4")]
@@ -101,6 +103,7 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
             first.kill()
             first.wait()
         slow[0] = False
+        hold.release()
         before = _records(out)
         assert 5 <= len(before) < 20
         # A crash in the middle of a write leaves a partial line: resume drops it.
@@ -123,7 +126,7 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
     assert len(resumed) == 20 - len(before)
 
 
-def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdir: Path) -> None:
+def test_failed_task_is_recorded_and_the_batch_goes_on(cli: Cli, workdir: Path) -> None:
     (workdir / "tasks.yaml").write_text(
         yaml.safe_dump(
             [
@@ -136,7 +139,7 @@ def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdi
     )
     fake = FakeGemini(_answer_by_prompt())
     with fake.serve() as server:
-        code, _, err = inproc(
+        code, _, err = cli(
             *_batch("r.jsonl", "--system", "Default system.", "--concurrency", "1"), server=server
         )
         assert code == 1, err
@@ -150,14 +153,14 @@ def test_failed_task_is_recorded_and_the_batch_goes_on(inproc: InProcess, workdi
         assert by_prompt["fine"].system_text == "Terse."
         assert by_prompt["also fine"].system_text == "Default system."
         # Resuming skips the recorded failure unless asked to retry it.
-        code, _, err = inproc(*_batch("r.jsonl"), server=server)
+        code, _, err = cli(*_batch("r.jsonl"), server=server)
         assert code == 1 and len(fake.requests) == 3
-        code, _, err = inproc(*_batch("r.jsonl", "--retry-failed"), server=server)
+        code, _, err = cli(*_batch("r.jsonl", "--retry-failed"), server=server)
     assert code == 1 and len(fake.requests) == 4
     assert [r["id"] for r in _records(workdir / "r.jsonl")].count("bad") == 2
 
 
-def test_bad_task_files_are_usage_errors(inproc: InProcess, workdir: Path) -> None:
+def test_bad_task_files_are_usage_errors(cli: Cli, workdir: Path) -> None:
     cases = {
         "dup.yaml": [{"id": "a", "prompt": "x"}, {"id": "a", "prompt": "y"}],
         "typo.yaml": [{"id": "a", "promt": "x"}],
@@ -168,7 +171,7 @@ def test_bad_task_files_are_usage_errors(inproc: InProcess, workdir: Path) -> No
         (workdir / name).write_text(yaml.safe_dump(data), "utf-8")
     messages = {}
     for name in [*cases, "missing.yaml"]:
-        code, _, err = inproc("batch", name, "--out", "o.jsonl")
+        code, _, err = cli("batch", name, "--out", "o.jsonl")
         assert code == 2, (name, err)
         messages[name] = err
     assert "duplicate task id 'a' (tasks 1 and 2)" in messages["dup.yaml"]
@@ -212,14 +215,13 @@ def test_progress_bar_on_a_terminal(workdir: Path) -> None:
     assert text.endswith("3 tasks: 3 completed; results in o.jsonl\r\n")
 
 
-def test_a_tasks_model_call_retries_are_shown(inproc: InProcess, workdir: Path) -> None:
+def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "flaky", "prompt": "go"}]), "utf-8")
     fake = FakeGemini([error(503, "UNAVAILABLE", retry_delay=0.01), "done"])
     with fake.serve() as server:
-        code, _, err = inproc(*_batch("r.jsonl"), server=server)
+        code, _, err = cli(*_batch("r.jsonl"), server=server)
     assert code == 0, err
-    assert (
-        "flaky: (model call failed: UNAVAILABLE; retried after 0.0 s)\n[1/1] flaky completed" in err
-    )
+    retry = "flaky: (model call failed: UNAVAILABLE; retrying after 0.0 s)\n"
+    assert retry + "[1/1] flaky completed" in err
     (record,) = _records(workdir / "r.jsonl")
     assert record["text"] == "done" and len(fake.requests) == 2

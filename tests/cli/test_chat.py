@@ -1,4 +1,4 @@
-"""``toolnexus-agent chat`` driven through a pseudo-terminal against the fake Gemini."""
+"""``toolnexus-agent chat``: lines on stdin in process, and Ctrl-C on a real terminal."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from agent.testing import FakeGemini, delay, function_call
+from agent.testing import FakeGemini, function_call
 from agent.testing._server import FakeServer
-from tests.cli.conftest import cli_env
+from tests.cli.conftest import Cli, Hold, cli_env
 
 
 class Terminal:
@@ -77,26 +77,23 @@ def chat(server: FakeServer, cwd: Path, *flags: str) -> AbstractContextManager[T
     return terminal(server, cwd, "chat", "--no-builtins", *flags)
 
 
-def test_chat_remembers_an_earlier_turn_and_exits_on_ctrl_d(tmp_path: Path) -> None:
+def test_chat_remembers_an_earlier_turn_and_ends_with_the_input(cli: Cli) -> None:
     fake = FakeGemini(["Nice to meet you, Ada.", "Your name is Ada."])
-    with fake.serve() as server, chat(server, tmp_path) as term:
-        term.expect("Ctrl-D or /exit quits")
-        term.expect("you> ")
-        term.type("My name is Ada.\n")
-        term.expect("Nice to meet you, Ada.")
-        term.expect("you> ")
-        term.type("What is my name?\n")
-        term.expect("Your name is Ada.")
-        term.expect("you> ")
-        term.type("\x04")
-        assert term.close() == 0
+    with fake.serve() as server:
+        code, out, err = cli(
+            "chat", "--no-builtins", server=server, stdin="My name is Ada.\nWhat is my name?\n"
+        )
+    assert code == 0, err
+    assert out == "you> Nice to meet you, Ada.\nyou> Your name is Ada.\nyou> \n"
+    assert "Ctrl-D or /exit quits" in err
     texts = [part["text"] for content in fake.requests[1].contents for part in content["parts"]]
     assert texts == ["My name is Ada.", "Nice to meet you, Ada.", "What is my name?"]
     assert [c["role"] for c in fake.requests[1].contents] == ["user", "model", "user"]
 
 
 def test_ctrl_c_cancels_the_turn_not_the_chat(tmp_path: Path) -> None:
-    fake = FakeGemini(["First answer.", delay(5, "Too late."), "Third answer."])
+    hold = Hold()
+    fake = FakeGemini(["First answer.", hold.reply("Too late."), "Third answer."])
     with fake.serve() as server, chat(server, tmp_path) as term:
         term.expect("you> ")
         term.type("one\n")
@@ -109,6 +106,7 @@ def test_ctrl_c_cancels_the_turn_not_the_chat(tmp_path: Path) -> None:
             time.sleep(0.01)
         term.proc.send_signal(signal.SIGINT)
         term.expect("(turn cancelled)")
+        hold.release()
         term.expect("you> ")
         term.type("three\n")
         term.expect("Third answer.")

@@ -1,4 +1,4 @@
-"""``toolnexus-agent run`` in a subprocess against the fake Gemini over HTTP."""
+"""``toolnexus-agent run`` against the fake Gemini over HTTP; Ctrl-C in a subprocess."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from agent.testing import FakeGemini, blocked, delay, error, function_call, reply
-from tests.cli.conftest import Cli, InProcess, cli_env
+from agent.testing import FakeGemini, blocked, error, function_call, reply
+from tests.cli.conftest import Cli, CliProcess, Hold, cli_env
 
 TOOLS = ("--no-builtins", "--tools", "clitools:TOOLS")
 
@@ -18,9 +18,9 @@ TOOLS = ("--no-builtins", "--tools", "clitools:TOOLS")
 def test_run_json_matches_the_script(cli: Cli) -> None:
     fake = FakeGemini([function_call("get_weather", {"city": "Paris"}), "It is sunny in Paris."])
     with fake.serve() as server:
-        done = cli("run", "--json", *TOOLS, "Weather in Paris?", server=server)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+        code, out, err = cli("run", "--json", *TOOLS, "Weather in Paris?", server=server)
+    assert code == 0, err
+    result = json.loads(out)
     assert result["status"] == "completed"
     assert result["text"] == "It is sunny in Paris."
     assert result["turns"] == 2
@@ -37,19 +37,18 @@ def test_run_json_matches_the_script(cli: Cli) -> None:
 def test_run_streams_the_answer_to_stdout_and_activity_to_stderr(cli: Cli) -> None:
     fake = FakeGemini([function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."])
     with fake.serve() as server:
-        done = cli("run", *TOOLS, "--model", "gemini-test", "Oslo?", server=server)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "Sunny in Oslo.\n"
-    assert '-> get_weather {"city": "Oslo"}\n' in done.stderr
-    assert "<- get_weather: sunny in Oslo\n" in done.stderr
+        code, out, err = cli("run", *TOOLS, "--model", "gemini-test", "Oslo?", server=server)
+    assert code == 0, err
+    assert out == "Sunny in Oslo.\n"
+    assert err == '-> get_weather {"city": "Oslo"}\n<- get_weather: sunny in Oslo\n'
     assert fake.requests[0].model == "gemini-test"
 
 
-def test_system_prompt_from_a_file_and_max_turns(inproc: InProcess, workdir: Path) -> None:
+def test_system_prompt_from_a_file_and_max_turns(cli: Cli, workdir: Path) -> None:
     (workdir / "system.txt").write_text("Answer in French.", encoding="utf-8")
     fake = FakeGemini([function_call("get_weather", {"city": "Lyon"})])
     with fake.serve() as server:
-        code, _, err = inproc(
+        code, _, err = cli(
             "run", *TOOLS, "--system", "@system.txt", "--max-turns", "1", "Lyon?", server=server
         )
     assert code == 4, err
@@ -61,34 +60,34 @@ def test_question_without_a_terminal_ends_pending_with_exit_3(cli: Cli) -> None:
     ask = function_call("question", {"questions": [{"question": "Which city?"}]})
     fake = FakeGemini([ask])
     with fake.serve() as server:
-        done = cli("run", "--json", "Weather?", server=server)
-    assert done.returncode == 3, done.stderr
-    result = json.loads(done.stdout)
+        code, out, err = cli("run", "--json", "Weather?", server=server)
+    assert code == 3, err
+    result = json.loads(out)
     assert result["status"] == "pending"
     assert result["pending"]["kind"] == "question"
     assert "Which city?" in result["pending"]["prompt"]
 
 
-def test_question_answered_from_the_answer_flag(inproc: InProcess) -> None:
+def test_question_answered_from_the_answer_flag(cli: Cli) -> None:
     ask = function_call("question", {"questions": [{"question": "Which city?"}]})
     fake = FakeGemini([ask, "Rome it is."])
     with fake.serve() as server:
-        code, out, err = inproc("run", "--answer", "Rome", "Weather?", server=server)
+        code, out, err = cli("run", "--answer", "Rome", "Weather?", server=server)
     assert code == 0, err
     assert out == "Rome it is.\n"
     assert "? Which city?" in err
     assert fake.requests[1].function_responses[0]["response"]["output"] == '"Rome"'
 
 
-def test_pending_session_is_resumed_with_an_answer(inproc: InProcess, workdir: Path) -> None:
+def test_pending_session_is_resumed_with_an_answer(cli: Cli, workdir: Path) -> None:
     ask = function_call("question", {"questions": [{"question": "Proceed?"}]})
     fake = FakeGemini([ask, "Done."])
     store = str(workdir / "s.db")
     with fake.serve() as server:
-        code, _, err = inproc("run", "--session", "s1", "--store", store, "Do it", server=server)
+        code, _, err = cli("run", "--session", "s1", "--store", store, "Do it", server=server)
         assert code == 3, err
         assert "--session s1" in err and "--answer" in err
-        code, out, err = inproc(
+        code, out, err = cli(
             "run", "--session", "s1", "--store", store, "--answer", "yes", server=server
         )
     assert code == 0, err
@@ -96,11 +95,11 @@ def test_pending_session_is_resumed_with_an_answer(inproc: InProcess, workdir: P
     assert fake.requests[1].function_responses[0]["response"]["output"] == '"yes"'
 
 
-def test_blocked_and_failed_runs_have_their_exit_codes(inproc: InProcess) -> None:
+def test_blocked_and_failed_runs_have_their_exit_codes(cli: Cli) -> None:
     fake = FakeGemini([blocked("SAFETY"), error(400, "INVALID_ARGUMENT", "bad request")])
     with fake.serve() as server:
-        blocked_code, _, blocked_err = inproc("run", "--no-builtins", "Bad", server=server)
-        failed_code, failed_out, failed_err = inproc(
+        blocked_code, _, blocked_err = cli("run", "--no-builtins", "Bad", server=server)
+        failed_code, failed_out, failed_err = cli(
             "run", "--no-builtins", "--json", "Bad", server=server
         )
     assert blocked_code == 5, blocked_err
@@ -110,12 +109,12 @@ def test_blocked_and_failed_runs_have_their_exit_codes(inproc: InProcess) -> Non
     assert "400" in result["error"] and "bad request" in result["error"]
 
 
-def test_session_with_a_store_remembers_the_previous_run(inproc: InProcess, workdir: Path) -> None:
+def test_session_with_a_store_remembers_the_previous_run(cli: Cli, workdir: Path) -> None:
     fake = FakeGemini(["Hello Ada.", reply("Your name is Ada.")])
     store = str(workdir / "chats.db")
     with fake.serve() as server:
         for prompt in ("I am Ada.", "What is my name?"):
-            code, _, err = inproc(
+            code, _, err = cli(
                 "run", "--no-builtins", "--session", "a", "--store", store, prompt, server=server
             )
             assert code == 0, err
@@ -123,16 +122,16 @@ def test_session_with_a_store_remembers_the_previous_run(inproc: InProcess, work
     assert texts == ["I am Ada.", "Hello Ada.", "What is my name?"]
 
 
-def test_fake_scenario_needs_no_key_and_no_server(inproc: InProcess, workdir: Path) -> None:
+def test_fake_scenario_needs_no_key_and_no_server(cli: Cli, workdir: Path) -> None:
     (workdir / "hello.yaml").write_text(
         "turns:\n  - expect: {user_text: hello}\n    text: Hi there!\n", encoding="utf-8"
     )
-    code, out, err = inproc("run", "--no-builtins", "--fake", "hello.yaml", "hello")
+    code, out, err = cli("run", "--no-builtins", "--fake", "hello.yaml", "hello")
     assert (code, out) == (0, "Hi there!\n"), err
 
 
-def test_no_api_key_is_one_clear_paragraph(cli: Cli) -> None:
-    done = cli("run", "hello")
+def test_no_api_key_is_one_clear_paragraph(cli_process: CliProcess) -> None:
+    done = cli_process("run", "hello")
     assert done.returncode == 2
     assert done.stdout == ""
     message = done.stderr.strip()
@@ -141,49 +140,49 @@ def test_no_api_key_is_one_clear_paragraph(cli: Cli) -> None:
         assert needle in message
 
 
-def test_usage_errors_name_the_path_and_the_reason(inproc: InProcess, workdir: Path) -> None:
+def test_usage_errors_name_the_path_and_the_reason(cli: Cli, workdir: Path) -> None:
     (workdir / "mcp.json").write_text("{not json", encoding="utf-8")
     (workdir / "afile").write_text("", encoding="utf-8")
     (workdir / "empty").mkdir()
-    code, _, err = inproc("run", "--skills", "no/such/dir", "hi")
+    code, _, err = cli("run", "--skills", "no/such/dir", "hi")
     assert (code, err) == (
         2,
         "--skills: cannot read the skills directory no/such/dir: No such file or directory\n",
     )
-    code, _, err = inproc("tools", "--skills", "empty", "--skills", "afile")
+    code, _, err = cli("tools", "--skills", "empty", "--skills", "afile")
     assert (code, err) == (
         2,
         "--skills: cannot read the skills directory afile: Not a directory\n",
     )
-    code, _, err = inproc("tools", "--mcp", "mcp.json")
+    code, _, err = cli("tools", "--mcp", "mcp.json")
     assert code == 2 and err.startswith("--mcp: ") and "mcp.json" in err, err
-    code, _, err = inproc("tools", "--tools", "clitools:NUMBER")
+    code, _, err = cli("tools", "--tools", "clitools:NUMBER")
     assert (code, err) == (2, "--tools clitools:NUMBER: int is not a Tool or a function\n")
-    code, _, err = inproc("tools", "--tools", "clitools")
+    code, _, err = cli("tools", "--tools", "clitools")
     assert code == 2 and "expected MODULE:ATTR" in err
-    code, _, err = inproc("tools", "--tools", "nosuchmodule:x")
+    code, _, err = cli("tools", "--tools", "nosuchmodule:x")
     assert code == 2 and "cannot import nosuchmodule" in err
-    code, _, err = inproc("run", "--session", "s", "hi")
+    code, _, err = cli("run", "--session", "s", "hi")
     assert (code, err) == (
         2,
         "--session needs --store PATH (the SQLite file that keeps the session)\n",
     )
-    code, _, err = inproc("run", "--fake", "missing.yaml", "hi")
+    code, _, err = cli("run", "--fake", "missing.yaml", "hi")
     assert (code, err) == (2, "--fake: cannot read missing.yaml: No such file or directory\n")
     (workdir / "broken.yaml").write_text("turns: [{text: a ? b}", encoding="utf-8")
-    code, _, err = inproc("run", "--fake", "broken.yaml", "hi")
+    code, _, err = cli("run", "--fake", "broken.yaml", "hi")
     assert code == 2 and err.startswith("--fake: broken.yaml is not a valid scenario: "), err
-    code, _, err = inproc("run", "--system", "@nope.txt", "hi")
+    code, _, err = cli("run", "--system", "@nope.txt", "hi")
     assert (code, err) == (2, "--system: cannot read nope.txt: No such file or directory\n")
 
 
-def test_mcp_tools_are_offered_and_called(inproc: InProcess, workdir: Path) -> None:
+def test_mcp_tools_are_offered_and_called(cli: Cli, workdir: Path) -> None:
     server_script = Path(__file__).parents[1] / "toolnexus" / "mcp_servers" / "demo_server.py"
     config = {"mcpServers": {"calc": {"command": [sys.executable, str(server_script), "stdio"]}}}
     (workdir / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
     fake = FakeGemini([function_call("calc_add", {"a": 2, "b": 3}), "2 + 3 = 5"])
     with fake.serve() as server:
-        code, out, err = inproc(
+        code, out, err = cli(
             "run",
             "--no-builtins",
             "--mcp",
@@ -203,13 +202,16 @@ def test_mcp_tools_are_offered_and_called(inproc: InProcess, workdir: Path) -> N
 def test_prompt_from_stdin(cli: Cli) -> None:
     fake = FakeGemini(["Read you."])
     with fake.serve() as server:
-        done = cli("run", "--no-builtins", "-", server=server, stdin="a prompt\nover two lines\n")
-    assert (done.returncode, done.stdout) == (0, "Read you.\n"), done.stderr
+        code, out, err = cli(
+            "run", "--no-builtins", "-", server=server, stdin="a prompt\nover two lines\n"
+        )
+    assert (code, out) == (0, "Read you.\n"), err
     assert fake.requests[0].contents[0]["parts"][0]["text"] == "a prompt\nover two lines\n"
 
 
 def test_ctrl_c_stops_a_run_with_exit_code_130(workdir: Path) -> None:
-    fake = FakeGemini([delay(5, "Too late.")])
+    hold = Hold()
+    fake = FakeGemini([hold.reply("Too late.")])
     with fake.serve() as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "agent", "run", "--no-builtins", "Slow?"],
@@ -225,16 +227,25 @@ def test_ctrl_c_stops_a_run_with_exit_code_130(workdir: Path) -> None:
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
+        hold.release()
     assert proc.returncode == 130, err
     assert err.endswith("\ninterrupted\n") and "Traceback" not in err
     assert out == ""
 
 
-def test_a_model_call_retry_is_shown_before_the_answer(inproc: InProcess) -> None:
+def test_a_model_call_retry_is_shown_before_the_answer(cli: Cli) -> None:
     fake = FakeGemini([error(503, "UNAVAILABLE", retry_delay=0.01), "Fine."])
     with fake.serve() as server:
-        code, out, err = inproc("run", *TOOLS, "Hello?", server=server)
+        code, out, err = cli("run", *TOOLS, "Hello?", server=server)
     assert code == 0, err
     assert out == "Fine.\n"
-    assert "(model call failed: UNAVAILABLE; retrying in 0.0 s)\n" in err
+    assert "(model call failed: UNAVAILABLE; retrying after 0.0 s)\n" in err
     assert len(fake.requests) == 2
+
+
+def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
+    from agent import AgentError, ConfigurationError
+    from agent.cli import EXIT_USAGE, CliError
+
+    assert issubclass(CliError, ConfigurationError) and issubclass(CliError, AgentError)
+    assert CliError("--x: bad").code == EXIT_USAGE

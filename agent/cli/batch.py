@@ -14,32 +14,25 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent._cli_common import (
-    EXIT_CODES_HELP,
-    EXIT_FAILED,
-    EXIT_OK,
-    CliError,
-    add_agent_flags,
-    add_toolkit_flags,
-    agent_log,
-    check_toolkit_flags,
-    open_agents,
-    read_system,
-    report_fake,
-    retry_note,
-)
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
+from agent.cli._logs import agent_log
+from agent.cli._model import open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._printer import describe_retry
+from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import RunError
 
 if TYPE_CHECKING:
-    from agent._cli_common import AgentFactory
+    from agent import Agent
     from agent.events import RetryEvent
-    from toolnexus import Tool, Toolkit
+    from toolnexus import Tool
 
-__all__ = ["Task", "add_batch", "load_tasks", "read_finished"]
+__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
 
 _EPILOG = f"""\
 tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
@@ -82,14 +75,19 @@ class Task:
     """One task of a batch file, with the defaults already applied."""
 
     id: str
+    """The unique id that marks the task done in the output file."""
     prompt: str
+    """What the task asks."""
     model: str | None = None
+    """The task's model (else ``--model``)."""
     system: str | None = None
+    """The task's system prompt (else ``--system``)."""
     max_turns: int | None = None
+    """The task's turn limit (else ``--max-turns``)."""
 
 
-def add_batch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare ``batch``."""
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``batch`` and its flags."""
     parser = commands.add_parser(
         "batch",
         help="run a YAML file of tasks concurrently into a resumable JSONL file",
@@ -119,14 +117,25 @@ def add_batch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
-    parser.set_defaults(command=batch_command)
+    parser.set_defaults(command=command)
 
 
 # --------------------------------------------------------------------------- input
 
 
 def load_tasks(path: str | Path) -> list[Task]:
-    """Read a tasks file; every problem is a `CliError` naming the task and the field."""
+    """Read a tasks file (YAML or JSON): a list of tasks, or ``defaults`` and ``tasks``.
+
+    Args:
+        path: The tasks file.
+
+    Returns:
+        The tasks in file order, each with the defaults applied.
+
+    Raises:
+        CliError: The file cannot be read, or a task is malformed (the message names the
+            task and the field).
+    """
     import yaml
 
     try:
@@ -197,6 +206,13 @@ def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
 
     A last line without its newline is a write a crash cut short: it is cut off the file,
     so the task runs again. Lines that are not JSON objects with an ``id`` are ignored.
+
+    Args:
+        path: The JSON Lines output of earlier runs.
+        err: Where dropped or ignored lines are reported.
+
+    Raises:
+        CliError: The file exists but cannot be read.
     """
     target = Path(path)
     try:
@@ -265,7 +281,7 @@ class _Progress:
 
     def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
-            self._note(f"{record['id']}: {retry_note(retry, waited=True)}")
+            self._note(f"{record['id']}: {describe_retry(retry)}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -309,7 +325,7 @@ class _Progress:
 # --------------------------------------------------------------------------- running
 
 
-def batch_command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
@@ -358,50 +374,48 @@ async def _batch(
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
         queue.put_nowait(task)
-
-    async def worker(factory: AgentFactory, toolkit: Toolkit) -> None:
-        while not queue.empty():
-            task = queue.get_nowait()
-            progress.started()
-            record, retries = await _run_task(factory, toolkit, task, args, system)
-            output.append(record)
-            finished[task.id] = record["status"]
-            progress.finished(record, retries)
-
     async with open_agents(args, own) as (factory, toolkit):
-        workers = min(args.concurrency, len(todo))
+        # Tasks with the same settings share one agent (an agent serves concurrent runs).
+        agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+
+        def agent_for(task: Task) -> Agent:
+            model = task.model or args.model
+            prompt = task.system if task.system is not None else system
+            max_turns = task.max_turns or args.max_turns
+            key = (model, prompt, max_turns)
+            if key not in agents:
+                agents[key] = factory.make(toolkit, model=model, system=prompt, max_turns=max_turns)
+            return agents[key]
+
+        async def worker() -> None:
+            while not queue.empty():
+                task = queue.get_nowait()
+                progress.started()
+                record, retries = await _run_task(agent_for, task, factory.model)
+                output.append(record)
+                finished[task.id] = record["status"]
+                progress.finished(record, retries)
+
         async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker(factory, toolkit))
-        report_fake(factory, sys.stderr)
+            for _ in range(min(args.concurrency, len(todo))):
+                group.create_task(worker())
+        factory.report(sys.stderr)
 
 
 async def _run_task(
-    factory: AgentFactory,
-    toolkit: Toolkit,
-    task: Task,
-    args: argparse.Namespace,
-    system: str | None,
+    agent_for: Callable[[Task], Agent], task: Task, default_model: str
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
-    from agent.errors import RunError
-
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        agent = factory.make(
-            toolkit,
-            model=task.model or args.model,
-            system=task.system if task.system is not None else system,
-            max_turns=task.max_turns or args.max_turns,
-        )
-        result = await agent.run(task.prompt)
+        result = await agent_for(task).run(task.prompt)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
         record.update(turns=0, duration=round(time.monotonic() - start, 3))
-        record.update(model=task.model or factory.model, tool_calls=0, reason=None, limit=None)
+        record.update(model=task.model or default_model, tool_calls=0, reason=None, limit=None)
         record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
         return record, ()
     record.update(

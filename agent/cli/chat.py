@@ -14,25 +14,19 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from agent._cli_common import (
-    EXIT_CODES_HELP,
-    EXIT_OK,
-    CliError,
-    add_agent_flags,
-    add_toolkit_flags,
-    agent_log,
-    check_toolkit_flags,
-    open_agents,
-    read_system,
-    report_fake,
-)
-from agent._cli_run import Asker, stream_run
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_OK, CliError
+from agent.cli._logs import agent_log
+from agent.cli._model import open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._printer import EventPrinter, stream_run
+from agent.cli._questions import Asker
+from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
-    from agent._agent import Agent
-    from agent._store_sqlite import SqliteStore
+    from agent import Agent
 
-__all__ = ["add_chat"]
+__all__ = ["add_parser", "command"]
 
 _EPILOG = f"""\
 examples:
@@ -49,8 +43,8 @@ is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation.
 _HELP_LINE = "Ctrl-C cancels a turn, Ctrl-D or /exit quits, /new starts over."
 
 
-def add_chat(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare ``chat``."""
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``chat`` and its flags."""
     parser = commands.add_parser(
         "chat",
         help="talk with the agent; it remembers the conversation",
@@ -70,18 +64,20 @@ def add_chat(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
-    parser.set_defaults(command=chat_command)
+    parser.set_defaults(command=command)
 
 
-def chat_command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     """Run ``chat`` until Ctrl-D or ``/exit``; return the exit code."""
+    from agent import SqliteStore
+
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     with agent_log(args.verbose), asyncio.Runner() as runner:
         stack = contextlib.AsyncExitStack()
         try:
             factory, toolkit = runner.run(stack.enter_async_context(open_agents(args, own)))
-            store = _store(args.store)
+            store = SqliteStore(args.store) if args.store else None
             if store is not None:
                 stack.push_async_callback(store.close)
             agent = factory.make(
@@ -95,24 +91,17 @@ def chat_command(args: argparse.Namespace) -> int:
             session = args.session or f"chat-{time.time_ns()}"
             sys.stderr.write(f"chat with {agent.model} ({len(toolkit)} tools). {_HELP_LINE}\n")
             _loop(runner, agent, session)
-            report_fake(factory, sys.stderr)
+            factory.report(sys.stderr)
         finally:
             runner.run(stack.aclose())
     return EXIT_OK
 
 
-def _store(path: str | None) -> SqliteStore | None:
-    if path is None:
-        return None
-    from agent._store_sqlite import SqliteStore
-
-    return SqliteStore(path)
-
-
 def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
-    from agent.errors import ConfigurationError, RunError, SessionBusyError
+    from agent import SessionBusyError
 
     out, err = sys.stdout, sys.stderr
+    printer = EventPrinter(out, err)
     while True:
         try:
             line = input("you> ")
@@ -132,7 +121,7 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
             err.write("(a new conversation)\n")
             continue
         try:
-            result = runner.run(stream_run(agent, line, out, err, session=session))
+            result = runner.run(stream_run(agent, line, printer, session=session))
         except KeyboardInterrupt:
             out.flush()
             err.write("\n(turn cancelled)\n")

@@ -8,17 +8,15 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from agent._cli_common import (
-    add_toolkit_flags,
-    build_toolkit,
-    check_toolkit_flags,
-    plain_warnings,
-)
+from agent.cli._exits import EXIT_OK
+from agent.cli._logs import plain_warnings
+from agent.cli._options import add_toolkit_flags
+from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 
 if TYPE_CHECKING:
     from toolnexus import Tool
 
-__all__ = ["add_tools"]
+__all__ = ["add_parser", "command"]
 
 _FIRST_LINE = 90
 """Longest description shown in the list (the JSON formats carry it whole)."""
@@ -33,8 +31,8 @@ examples:
 exit code: 0, or 2 for a usage error (an unreadable skills dir, a bad mcp.json, ...)."""
 
 
-def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare ``tools``."""
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``tools`` and its flags."""
     parser = commands.add_parser(
         "tools",
         help="list the tools, or print them as Gemini/OpenAI/Anthropic JSON",
@@ -52,10 +50,10 @@ def add_tools(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="print the rendered JSON for this provider instead of the list",
     )
     add_toolkit_flags(parser)
-    parser.set_defaults(command=tools_command)
+    parser.set_defaults(command=command)
 
 
-def tools_command(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     """Run ``tools`` and return its exit code."""
     with plain_warnings():
         own = check_toolkit_flags(args)
@@ -69,7 +67,7 @@ async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
         if args.format is not None:
             render = {"gemini": tn.to_gemini, "openai": tn.to_openai, "anthropic": tn.to_anthropic}
             sys.stdout.write(json.dumps(render[args.format](toolkit), indent=2) + "\n")
-            return 0
+            return EXIT_OK
         tools = list(toolkit)
         name_width = max((len(tool.name) for tool in tools), default=4)
         source_width = max((len(tool.source) for tool in tools), default=6)
@@ -84,4 +82,4 @@ async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
             )
         if not tools:
             sys.stderr.write("(no tools: every source is empty or disabled)\n")
-    return 0
+    return EXIT_OK

@@ -1,0 +1,139 @@
+"""The model the commands talk to: Gemini with the user's key, or a ``--fake`` scenario."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from agent.cli._exits import CliError
+from agent.cli._options import reason
+from agent.cli._toolkit import build_toolkit
+from agent.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent import Agent, Store
+    from agent.cli._questions import Asker
+    from agent.testing import FakeGemini
+    from toolnexus import Tool, Toolkit
+
+__all__ = ["AgentFactory", "open_agents", "open_factory"]
+
+NO_KEY = (
+    "toolnexus-agent: no Gemini API key. Set GEMINI_API_KEY (or GOOGLE_API_KEY) in the "
+    "environment, for example `export GEMINI_API_KEY=...` with a key from "
+    "https://aistudio.google.com/apikey. To try the agent without a key or network, run "
+    "`toolnexus-agent demo`, or add `--fake SCENARIO.yaml` to play a scripted model."
+)
+
+
+@dataclass
+class AgentFactory:
+    """Makes agents that share one HTTP client (to the real Gemini, or to a fake in process)."""
+
+    model: str
+    """The model of ``--model`` (or the scenario's, or the default)."""
+    http: httpx.AsyncClient
+    """The client every agent sends its requests through."""
+    api_key: str | None
+    """``None`` with the real Gemini (the SDK reads the environment); a dummy for a fake."""
+    fake: FakeGemini | None = None
+    """The scripted model of ``--fake``."""
+
+    def make(
+        self,
+        toolkit: Toolkit,
+        *,
+        model: str | None = None,
+        system: str | None = None,
+        max_turns: int | None = None,
+        wait_for: Asker | None = None,
+        store: Store | None = None,
+    ) -> Agent:
+        """Return an `Agent` on the shared client.
+
+        Raises:
+            CliError: The agent's options are wrong (its `ConfigurationError`).
+        """
+        from agent import Agent, RetryPolicy
+
+        # A scripted model's failures are worth showing, not waiting for.
+        quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1) if self.fake else None
+        try:
+            return Agent(
+                model or self.model,
+                toolkit,
+                system_prompt=system,
+                max_turns=max_turns or 50,
+                wait_for=wait_for,
+                http_client=self.http,
+                api_key=self.api_key,
+                store=store,
+                retry=quick,
+            )
+        except ConfigurationError as exc:
+            raise CliError(f"toolnexus-agent: {exc}") from None
+
+    def report(self, err: TextIO) -> None:
+        """Tell on ``err`` what a ``--fake`` scenario found wrong (failed expectations, ...)."""
+        if self.fake is not None:
+            for failure in self.fake.failures:
+                err.write(f"fake model: {failure}\n")
+
+
+def _has_key() -> bool:
+    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+        return True
+    return os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true")
+
+
+@contextlib.asynccontextmanager
+async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
+    """Yield an `AgentFactory` for the model flags; close its HTTP client afterwards.
+
+    Raises:
+        CliError: No API key (without ``--fake``), or the scenario cannot be read.
+    """
+    import httpx
+
+    from agent import DEFAULT_MODEL
+
+    if args.fake is None:
+        if not _has_key():
+            raise CliError(NO_KEY)
+        async with httpx.AsyncClient() as http:
+            yield AgentFactory(args.model or DEFAULT_MODEL, http, None)
+        return
+    import yaml
+
+    from agent.testing import ScenarioError, read_scenario
+
+    try:
+        scenario = read_scenario(Path(args.fake))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--fake: cannot read {args.fake}: {reason(exc)}") from None
+    except (ScenarioError, ValueError, yaml.YAMLError) as exc:
+        raise CliError(f"--fake: {args.fake} is not a valid scenario: {exc}") from None
+    fake = scenario.fake()
+    model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
+    async with fake.http_client() as http:
+        yield AgentFactory(model, http, "fake-key-not-a-secret", fake)
+
+
+@contextlib.asynccontextmanager
+async def open_agents(
+    args: argparse.Namespace, own: list[Tool]
+) -> AsyncIterator[tuple[AgentFactory, Toolkit]]:
+    """Yield the `AgentFactory` and the toolkit the flags describe; close both afterwards.
+
+    ``own`` are the tools `check_toolkit_flags` loaded. The toolkit (its MCP servers) is
+    closed before the factory's HTTP client.
+    """
+    async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
+        yield factory, toolkit

@@ -1,0 +1,119 @@
+"""The flags the subcommands share: which tools, which model, which system prompt.
+
+Declaring a flag imports nothing heavy, so ``toolnexus-agent --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agent.cli._exits import CliError
+
+__all__ = [
+    "add_agent_flags",
+    "add_toolkit_flags",
+    "read_system",
+    "reason",
+]
+
+
+def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
+    """Declare the flags that choose the tools: skills, MCP, built-ins, Python tools."""
+    group = parser.add_argument_group("tools")
+    group.add_argument(
+        "--skills",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a skills directory (every **/SKILL.md is a skill); repeatable",
+    )
+    group.add_argument("--mcp", metavar="MCP_JSON", help="connect the MCP servers of this file")
+    group.add_argument(
+        "--no-builtins", action="store_true", help="leave out the ten built-in tools"
+    )
+    group.add_argument(
+        "--disable",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave out the tool NAME (built-in, skill, MCP or --tools); repeatable",
+    )
+    group.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help=(
+            "load Python tools: ATTR is a Tool, a list of them, or a plain function "
+            "(wrapped with define_tool); MODULE is importable from the current dir; repeatable"
+        ),
+    )
+    group.add_argument(
+        "--root",
+        metavar="DIR",
+        help="the workspace the file and shell tools are confined to (default: current dir)",
+    )
+
+
+def add_agent_flags(parser: argparse.ArgumentParser) -> None:
+    """Declare the flags of the model and the loop: model, system prompt, turns, fake."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--model", metavar="NAME", help="the Gemini model (default: agent.DEFAULT_MODEL)"
+    )
+    group.add_argument(
+        "--system",
+        metavar="TEXT|@FILE",
+        help="the system prompt, or @FILE to read it from a file",
+    )
+    group.add_argument(
+        "--max-turns",
+        type=_positive,
+        metavar="N",
+        help="stop after N model responses (default: 50)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show the agent's log (retries, session locks) on stderr",
+    )
+    group.add_argument(
+        "--fake",
+        metavar="SCENARIO",
+        help="play a scripted model from a YAML scenario instead of Gemini (no key, "
+        "no network; see examples/scenarios/)",
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def read_system(value: str | None) -> str | None:
+    """Return the system prompt of ``--system``: the text, or the file named after ``@``.
+
+    Raises:
+        CliError: The ``@FILE`` cannot be read.
+    """
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--system: cannot read {path}: {reason(exc)}") from None
+
+
+def reason(exc: BaseException) -> str:
+    """Return why ``exc`` happened in a few words (``No such file or directory``)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,160 @@
+"""The one way the commands show a run's events: answer text, thoughts, tool calls, retries.
+
+``run``, ``chat`` and ``demo`` show a streamed run through `EventPrinter`; ``batch`` shows
+a task's retries with `describe_retry`. So a tool call, a tool result and a retry read the
+same in every command::
+
+    (thinking) The user wants a greeting; load the skill first.
+    -> skill {"name": "hello-world"}
+    <- skill: <skill_content name="hello-world"> (+20 lines)
+    (model call failed: UNAVAILABLE; retrying after 1.3 s)
+    -> bash {"command": "false"}
+    <- bash (error): exit code 1
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, TextIO
+
+from agent.events import (
+    DoneEvent,
+    Event,
+    RetryEvent,
+    TextEvent,
+    ThoughtEvent,
+    ToolCall,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+if TYPE_CHECKING:
+    from agent import Agent, RunResult
+    from toolnexus import ToolResult
+
+__all__ = ["EventPrinter", "describe_call", "describe_result", "describe_retry", "stream_run"]
+
+_WIDTH = 100
+"""The longest tool-call or tool-result line shown; longer ones end in ``...``."""
+
+
+def describe_call(call: ToolCall) -> str:
+    """Return the line for a tool call: ``-> name {"arg": "value"}``."""
+    return f"-> {call.name} {_shorten(json.dumps(call.args, ensure_ascii=False))}"
+
+
+def describe_result(call: ToolCall, result: ToolResult) -> str:
+    """Return the line for a tool result: ``<- name: first line (+N lines)``.
+
+    A failed call reads ``<- name (error): ...``; a call waiting on a human reads
+    ``<- name: (waiting for an answer)``.
+    """
+    if result.pending is not None:
+        return f"<- {call.name}: (waiting for an answer)"
+    lines = result.output.strip().splitlines()
+    summary = _shorten(lines[0]) if lines else "(empty)"
+    if len(lines) > 1:
+        summary += f" (+{len(lines) - 1} lines)"
+    label = f"{call.name} (error)" if result.is_error else call.name
+    return f"<- {label}: {summary}"
+
+
+def describe_retry(retry: RetryEvent) -> str:
+    """Return the line for a retried model call.
+
+    The same words serve a line shown while the retry waits (``run``, ``chat``) and one
+    shown after the task finished (``batch``)::
+
+        (model call failed: UNAVAILABLE; retrying after 1.3 s)
+    """
+    return f"(model call failed: {retry.status}; retrying after {retry.delay:.1f} s)"
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _WIDTH else text[: _WIDTH - 3] + "..."
+
+
+class EventPrinter:
+    """Shows a run's events as they arrive: answer text on ``out``, everything else on ``err``.
+
+    Text is written as it streams; a run of thought pieces is shown as one ``(thinking)``
+    line; tool calls, results and retries get the lines of `describe_call`,
+    `describe_result` and `describe_retry`. Call `close` after the last event.
+
+    Args:
+        out: Where the model's text goes (stdout, so ``> answer.txt`` keeps just the answer).
+        err: Where the rest goes; may be ``out`` itself for a single transcript.
+        turns: Also show a ``--- turn N ---`` line when a model turn starts.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, turns: bool = False) -> None:
+        self._out = out
+        self._err = err
+        self._turns = turns
+        self._turn = 0
+        self._at_line_start = True
+        self._thinking: list[str] = []
+
+    def show(self, event: Event) -> None:
+        """Show one event of the run."""
+        turn = event.turn if isinstance(event, TextEvent | ThoughtEvent | ToolCallEvent) else 0
+        if self._turns and turn > self._turn:
+            self._turn = turn
+            self._line(f"\n--- turn {turn} ---")
+        if isinstance(event, ThoughtEvent):
+            self._thinking.append(event.text)
+        elif isinstance(event, TextEvent):
+            self._end_thinking()
+            self._out.write(event.text)
+            self._out.flush()
+            self._at_line_start = event.text.endswith("\n")
+        elif isinstance(event, ToolCallEvent):
+            self._line(describe_call(event.call))
+        elif isinstance(event, ToolResultEvent):
+            self._line(describe_result(event.call, event.result))
+        elif isinstance(event, RetryEvent):
+            self._line(describe_retry(event))
+
+    def close(self) -> None:
+        """Finish the output: show pending thoughts and end the answer's last line."""
+        self._end_thinking()
+        self._end_text()
+
+    def _line(self, text: str) -> None:
+        self.close()
+        self._err.write(text + "\n")
+        self._err.flush()
+
+    def _end_thinking(self) -> None:
+        if self._thinking:
+            thought = " ".join("".join(self._thinking).split())
+            self._thinking.clear()
+            self._end_text()
+            self._err.write(f"(thinking) {thought}\n")
+            self._err.flush()
+
+    def _end_text(self) -> None:
+        if not self._at_line_start:
+            self._out.write("\n")
+            self._out.flush()
+            self._at_line_start = True
+
+
+async def stream_run(
+    agent: Agent, prompt: str | None, printer: EventPrinter, *, session: str | None = None
+) -> RunResult:
+    """Stream one run of ``agent`` through ``printer`` and return its result.
+
+    Raises:
+        RunError: The run failed (as `Agent.stream` raises it).
+    """
+    result: RunResult | None = None
+    try:
+        async for event in agent.stream(prompt, session=session):
+            printer.show(event)
+            if isinstance(event, DoneEvent):
+                result = event.result
+    finally:
+        printer.close()
+    assert result is not None, "a run always ends with a DoneEvent"
+    return result

@@ -1,0 +1,113 @@
+"""The toolkit the tool flags describe (``--skills``, ``--mcp``, ``--tools``, ``--disable``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent.cli._exits import CliError
+from agent.cli._options import reason
+
+if TYPE_CHECKING:
+    from toolnexus import Tool, Toolkit
+
+__all__ = ["build_toolkit", "check_toolkit_flags", "load_tools"]
+
+
+def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
+    """Check the paths of the tool flags and load the ``--tools``; return those tools.
+
+    Call it before the event loop starts: it reads the disk and imports modules.
+
+    Raises:
+        CliError: A skills directory or ``--root`` is unusable, or a ``--tools`` is bad.
+    """
+    for path in args.skills:
+        try:
+            with os.scandir(path):
+                pass
+        except OSError as exc:
+            raise CliError(
+                f"--skills: cannot read the skills directory {path}: {reason(exc)}"
+            ) from None
+    if args.root is not None and not Path(args.root).is_dir():
+        raise CliError(f"--root: {args.root} is not a directory")
+    return [tool for spec in args.tools for tool in load_tools(spec)]
+
+
+def load_tools(spec: str) -> list[Tool]:
+    """Import ``module:attr`` and return its tools (a Tool, a list, or plain functions).
+
+    Raises:
+        CliError: The spec is malformed, the module cannot be imported, or a value is
+            neither a Tool nor a function ``define_tool`` can describe.
+    """
+    from toolnexus import Tool, define_tool
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"--tools {spec}: expected MODULE:ATTR, e.g. mytools:forecast")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any error is theirs to see
+        raise CliError(f"--tools {spec}: cannot import {module_name}: {exc!r}") from None
+    try:
+        value: Any = getattr(module, attr)
+    except AttributeError:
+        raise CliError(f"--tools {spec}: module {module_name} has no attribute {attr!r}") from None
+    tools: list[Tool] = []
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, Tool):
+            tools.append(item)
+        elif callable(item):
+            try:
+                tools.append(define_tool(item))
+            except Exception as exc:  # a signature define_tool cannot describe
+                raise CliError(f"--tools {spec}: cannot make a tool of {item!r}: {exc}") from None
+        else:
+            raise CliError(f"--tools {spec}: {type(item).__name__} is not a Tool or a function")
+    return tools
+
+
+async def build_toolkit(args: argparse.Namespace, own: list[Tool]) -> Toolkit:
+    """Build the toolkit the flags describe, with ``own`` from `check_toolkit_flags`.
+
+    Raises:
+        CliError: The ``--mcp`` file is bad, or ``--disable`` names no tool.
+    """
+    import toolnexus as tn
+    from toolnexus.builtins import BUILTIN_NAMES
+
+    disabled: list[str] = args.disable
+    if args.no_builtins:
+        builtins: bool | dict[str, Any] = False
+    else:
+        off = {name: False for name in disabled if name in BUILTIN_NAMES}
+        builtins = {"tools": off} if off else True
+    try:
+        toolkit = await tn.build_async(
+            skills=args.skills or None, builtins=builtins, tools=own, mcp=args.mcp, root=args.root
+        )
+    except ImportError as exc:
+        raise CliError(f"--mcp: {exc}") from None
+    except (tn.McpConfigError, ValueError) as exc:  # each names the path and the reason
+        raise CliError(f"--mcp: {exc}" if args.mcp else str(exc)) from None
+    unknown = [name for name in disabled if name not in toolkit and name not in BUILTIN_NAMES]
+    if unknown:
+        known = sorted(set(toolkit.names) | set(BUILTIN_NAMES))
+        raise CliError(
+            f"--disable: no tool named {', '.join(map(repr, unknown))}; "
+            f"the tools are {', '.join(known)}"
+        )
+    if not any(name in toolkit for name in disabled):
+        return toolkit
+    keep = [tool for tool in toolkit if tool.name not in disabled]
+    skills = toolkit.skills if "skill" not in disabled else ()
+    return tn.Toolkit(keep, skills=skills, resources=toolkit.resources)

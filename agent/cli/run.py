@@ -1,0 +1,156 @@
+"""``toolnexus-agent run``: one prompt, the answer streamed to stdout, tool activity to stderr.
+
+The answer text goes to stdout and everything else (tool calls, results, retries, the final
+status) to stderr, so ``toolnexus-agent run "..." > answer.txt`` keeps just the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
+from agent.cli._logs import agent_log
+from agent.cli._model import open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._printer import EventPrinter, stream_run
+from agent.cli._questions import Asker
+from agent.cli._toolkit import check_toolkit_flags
+from agent.errors import ConfigurationError, RunError
+
+if TYPE_CHECKING:
+    from agent import RunResult
+    from toolnexus import Tool
+
+__all__ = ["add_parser", "command"]
+
+_EPILOG = f"""\
+examples:
+  toolnexus-agent run "How many Python files are in this folder?"
+  toolnexus-agent run --skills ./skills --disable bash "Greet me with the hello skill"
+  toolnexus-agent run --json "Summarise README.md" > result.json
+  toolnexus-agent run --fake examples/scenarios/weather.yaml "Weather in Paris?"
+  toolnexus-agent run --session s1 --store chats.db "Remember: my name is Ada"
+  echo "a long prompt" | toolnexus-agent run -
+
+questions: when the model calls the `question` tool, the question is asked on the
+terminal. Without a terminal, give the answers with --answer (one per question, in
+order); with neither, the run ends `pending` (exit code 3). A pending --session run is
+resumed by running it again with --answer and no prompt:
+  toolnexus-agent run --session s1 --store chats.db --answer yes
+
+{EXIT_CODES_HELP}"""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``run`` and its flags."""
+    parser = commands.add_parser(
+        "run",
+        help="run one prompt and stream the answer",
+        description=(
+            "Send PROMPT to Gemini with the chosen tools, run every tool call the model asks\n"
+            "for, and stream the answer to stdout; tool calls and results go to stderr."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "prompt",
+        nargs="?",
+        metavar="PROMPT",
+        help="what to ask; '-' reads it from stdin; omit it to resume a pending --session",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the whole RunResult as JSON instead"
+    )
+    parser.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="an answer for the `question` tool, used in order; repeatable",
+    )
+    parser.add_argument(
+        "--session", metavar="ID", help="continue the conversation ID (needs --store)"
+    )
+    parser.add_argument(
+        "--store", metavar="PATH", help="the SQLite file that keeps --session conversations"
+    )
+    add_toolkit_flags(parser)
+    add_agent_flags(parser)
+    parser.set_defaults(command=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``run`` and return its exit code."""
+    if args.session is not None and args.store is None:
+        raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
+    if args.prompt is None and args.session is None:
+        raise CliError("run: give a PROMPT (or '-' to read it from stdin)")
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if prompt is not None and not prompt.strip():
+        raise CliError("run: the prompt is empty")
+    own = check_toolkit_flags(args)
+    system = read_system(args.system)
+    with agent_log(args.verbose):
+        return asyncio.run(_run(args, prompt, own, system))
+
+
+async def _run(
+    args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
+) -> int:
+    from agent import SessionBusyError, SqliteStore
+
+    store = SqliteStore(args.store) if args.store else None
+    out, err = sys.stdout, sys.stderr
+    asker = Asker(args.answer, err)
+    async with open_agents(args, own) as (factory, toolkit):
+        agent = factory.make(
+            toolkit,
+            system=system,
+            max_turns=args.max_turns,
+            wait_for=asker if asker.available() else None,
+            store=store,
+        )
+        failed: str | None = None
+        try:
+            if args.json:
+                result = await agent.run(prompt, session=args.session)
+            else:
+                printer = EventPrinter(out, err)
+                result = await stream_run(agent, prompt, printer, session=args.session)
+        except RunError as exc:
+            failed, result = str(exc), exc.result
+        except (ConfigurationError, SessionBusyError) as exc:
+            raise CliError(f"run: {exc}") from None
+        finally:
+            if store is not None:
+                await store.close()
+        factory.report(err)
+    if args.json:
+        data = result.to_dict()
+        if failed is not None:
+            data["error"] = failed
+        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        _report_end(result, failed, err, args.session)
+    return EXIT_FAILED if failed is not None else exit_code(result)
+
+
+def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str | None) -> None:
+    if failed is not None:
+        err.write(f"error: {failed}\n")
+    elif result.status == "pending" and result.pending is not None:
+        err.write(f"pending: the model asks:\n{result.pending['prompt']}\n")
+        if session is not None:
+            err.write(
+                f"answer with: toolnexus-agent run --session {session} --store ... --answer TEXT\n"
+            )
+        else:
+            err.write("(no terminal to ask on: give answers with --answer TEXT)\n")
+    elif result.status != "completed":
+        detail = result.limit or result.reason or ""
+        err.write(f"{result.status}: {detail}\n")
