@@ -7,8 +7,9 @@ result, `Agent.stream` hands the events to the caller. Each turn:
    (text pieces and retries reported as they happen), the after-model hook;
 2. **classify** (`agent._classify.classify`): what kind of response it is;
 3. **decide** (`agent._decide.decide`, pure): ask again, run the calls or stop;
-4. **execute** (`Run._execute`): run the calls concurrently and append their results as one
-   ``user`` Content; the transcript is saved as soon as the last call finishes.
+4. **execute** (`Run._execute`): run the calls concurrently (each through
+   `agent._calls.run_call`, with its hooks) and append their results as one ``user``
+   Content; the transcript is saved as soon as the last call finishes.
 
 Only the model seam (`agent._model` and the modules behind it) talks to ``google.genai``; the
 transcript's Contents are opaque values here.
@@ -24,6 +25,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._contents import (
     Content,
@@ -51,16 +53,13 @@ from agent.events import (
     UsageEvent,
 )
 from agent.hooks import Hooks, ModelRequest, Veto
-from toolnexus import Answer, Request, ToolContext, Toolkit, ToolResult, execute_async
+from toolnexus import Answer, Request, Toolkit, ToolResult
 
 __all__ = ["Checkpoint", "Run", "Settings", "WaitFor"]
 
 T = TypeVar("T")
 
 logger = logging.getLogger("agent")
-
-WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
-"""Answers a suspended tool's `Request` inline (sync or async)."""
 
 Checkpoint = Callable[[list[dict[str, Any]], Request | None], Awaitable[None]]
 """Saves the transcript (and the request it waits on) after each completed turn."""
@@ -102,13 +101,6 @@ async def _maybe(value: T | Awaitable[T]) -> T:
     if inspect.isawaitable(value):
         return await value
     return value
-
-
-def _response(result: ToolResult, *, pending: Request | None = None) -> dict[str, Any]:
-    response: dict[str, Any] = {"output": result.output, "isError": result.is_error}
-    if pending is not None:
-        response["pending"] = dict(pending)
-    return response
 
 
 class Run:
@@ -333,7 +325,9 @@ class Run:
         for call in tool_calls:
             yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
-        futures = [asyncio.ensure_future(self._run_call(call)) for call in tool_calls]
+        futures = [
+            asyncio.ensure_future(run_call(self.settings, self._hook, call)) for call in tool_calls
+        ]
         index = {future: i for i, future in enumerate(futures)}
         try:
             waiting = set(futures)
@@ -369,69 +363,16 @@ class Run:
         pending: Request | None = None
         for call, (args, result) in zip(calls, results, strict=True):
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-            responses.append((call.id, call.name, _response(result, pending=result.pending)))
+            responses.append(
+                (call.id, call.name, function_response(result, pending=result.pending))
+            )
             pending = pending or result.pending
         self.contents.append(function_responses(responses))
         await self._checkpoint(pending)
 
-    async def _run_call(
-        self, call: ToolCall, answered: tuple[Request, Answer] | None = None
-    ) -> tuple[dict[str, Any], ToolResult]:
-        """One call: before-tool hook, the tool, an inline answer if asked, after-tool hook.
-
-        ``answered`` re-runs a call that suspended in an earlier run with its answer.
-        Returns the arguments the tool ran with and its result.
-        """
-        hooks = self.settings.hooks
-        args: dict[str, Any] = call.args
-        result: ToolResult | None = None
-        if hooks.before_tool is not None:
-            changed = await self._hook("before_tool", hooks.before_tool, call)
-            if isinstance(changed, ToolResult):
-                result = changed
-            elif changed is not None:
-                args = dict(changed)
-        if result is None and answered is not None:
-            result = await self._answered(call, args, *answered)
-        elif result is None:
-            result = await self._tool(call, args, None)
-            request = result.pending
-            if request is not None and self.settings.wait_for is not None:
-                reply = await self._hook("wait_for", self.settings.wait_for, request)
-                result = await self._answered(call, args, request, reply)
-        if hooks.after_tool is not None:
-            changed = await self._hook("after_tool", hooks.after_tool, call, result)
-            if changed is not None:
-                result = changed
-        return args, result
-
-    async def _tool(
-        self, call: ToolCall, args: dict[str, Any], answer: Answer | None
-    ) -> ToolResult:
-        context = ToolContext(timeout=self.settings.tool_timeout, call_id=call.id, answer=answer)
-        return await execute_async(self.settings.toolkit, call.name, args, context)
-
-    async def _answered(
-        self, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
-    ) -> ToolResult:
-        """Re-run a suspended tool once with its answer; refusal or a second suspension fail."""
-        if not answer.get("ok"):
-            return ToolResult(
-                f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
-                is_error=True,
-            )
-        result = await self._tool(call, args, answer)
-        if result.pending is not None:
-            return ToolResult(
-                f"Tool {call.name!r} asked again after its request {request['id']!r} was "
-                "answered; giving up on this call.",
-                is_error=True,
-            )
-        return result
-
     def _refuse(self, calls: Sequence[Call], note: str) -> None:
         """Answer calls that are not run with an error, so the transcript stays valid history."""
-        refused = _response(ToolResult(note, is_error=True))
+        refused = function_response(ToolResult(note, is_error=True))
         self.contents.append(function_responses([(c.id, c.name, refused) for c in calls]))
 
     # -- suspension -------------------------------------------------------------------------
@@ -480,9 +421,11 @@ class Run:
             else:
                 still = still or (request, call)
                 continue
-            args, result = await self._run_call(call, (request, reply))
+            args, result = await run_call(self.settings, self._hook, call, (request, reply))
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-            self.contents[-1] = replace_response(self.contents[-1], index, _response(result))
+            self.contents[-1] = replace_response(
+                self.contents[-1], index, function_response(result)
+            )
             answered = True
         if answered and still is None:
             await self._checkpoint(None)  # the answered tool ran: keep its result
