@@ -223,13 +223,7 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
     ) -> RunResult:
-        """Run from synchronous code: `run` on a new event loop.
-
-        Args:
-            prompt: As for `run`.
-            history: As for `run`.
-            answer: As for `run`.
-            session: As for `run`.
+        """Run from synchronous code: `run` on a new event loop, with the same arguments.
 
         Returns:
             The `RunResult`, as from `run`.
@@ -268,14 +262,14 @@ class Agent:
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
-        Runs the same loop as `run`, over Gemini's streaming endpoint: text and thoughts
-        arrive as `TextEvent` / `ThoughtEvent` pieces while the model writes. If a model call
-        fails part-way and is retried, a `RetryEvent` comes before the new attempt's pieces:
-        the pieces of the failed attempt are void. To stop early, iterate inside
-        ``contextlib.aclosing(agent.stream(...))``: closing the stream cancels the tool calls
-        still running and waits for them (a turn whose calls all finished is already saved).
-        Leaving the loop without closing it leaves that cleanup, and a ``session``'s lock, to
-        the event loop's finaliser, some iterations later.
+        Takes the same arguments as `run` and runs the same loop, over Gemini's streaming
+        endpoint: text and thoughts arrive as `TextEvent` / `ThoughtEvent` pieces while the
+        model writes. If a model call fails part-way and is retried, a `RetryEvent` comes
+        before the new attempt's pieces: the pieces of the failed attempt are void. To stop
+        early, iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream
+        cancels the tool calls still running and waits for them (a turn whose calls all
+        finished is already saved). Leaving the loop without closing it leaves that cleanup,
+        and a ``session``'s lock, to the event loop's finaliser, some iterations later.
 
         Example::
 
@@ -284,12 +278,6 @@ class Agent:
                     print(event.text, end="", flush=True)
                 elif isinstance(event, DoneEvent):
                     print(event.result.status)
-
-        Args:
-            prompt: As for `run`.
-            history: As for `run`.
-            answer: As for `run`.
-            session: As for `run`.
 
         Returns:
             An async generator of `Event`s; nothing runs until it is iterated.
