@@ -35,7 +35,7 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
-    from agent._request import DeclarationProblem
+    from agent._declarations import DeclarationProblem
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
@@ -47,7 +47,7 @@ _LAZY = {
     "DEFAULT_MODEL": "agent._agent",
     "Agent": "agent._agent",
     "ToolDeclarationWarning": "agent._agent",
-    "DeclarationProblem": "agent._request",
+    "DeclarationProblem": "agent._declarations",
     "RunResult": "agent._result",
     "ToolCallRecord": "agent._result",
     "Usage": "agent._result",

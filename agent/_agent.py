@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import warnings
-from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent import _gemini
-from agent._loop import Run, Settings, WaitFor
-from agent._request import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._client import ClientSettings
+from agent._decide import TurnLimits
+from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._loop import Checkpoint, Run, Settings, WaitFor
+from agent._model import GeminiModel
 from agent._retry import RetryPolicy
 from agent.errors import ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
-from toolnexus import Answer, Toolkit
+from toolnexus import Answer, Toolkit, skills_prompt
 
 if TYPE_CHECKING:
     import httpx
@@ -47,25 +49,6 @@ class Agent:
         agent = Agent(model="gemini-2.5-flash", toolkit=tk, system_prompt="Be brief.")
         result = agent.run_sync("What does README.md say?")
         print(result.status, result.text)
-
-    Client settings: ``api_key`` (else ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``), Vertex AI
-    (``vertexai``, ``project``, ``location``), ``base_url`` (else ``GOOGLE_GEMINI_BASE_URL``),
-    ``api_version``; or a ready ``client`` (a ``google.genai.Client``), or an
-    ``http_client`` (an ``httpx.AsyncClient``) to build one on. ``timeout`` is seconds per
-    model request (``None``: no limit).
-
-    Loop settings (defaults in brackets): ``max_turns`` [50] model responses per run;
-    ``malformed_retries`` [2] re-asks after a malformed or unexpected function call;
-    ``empty_retries`` [1] re-asks after an empty response; ``repeat_limit`` [3] turns in a
-    row with the very same calls before the breaker stops the run; ``tool_timeout`` [none]
-    seconds per tool call; ``deadline`` [none] seconds for a whole run; ``retry`` the
-    `RetryPolicy` of the model call. ``config`` holds extra ``GenerateContentConfig`` fields
-    (``temperature``, ``thinking_config``, ...). ``invalid_tools`` is ``"skip"`` (leave a
-    tool Gemini would refuse out, with a `ToolDeclarationWarning`) or ``"raise"``.
-
-    Humans and memory: ``wait_for`` answers a suspended tool's `Request` inline (else the
-    run ends ``"pending"``); ``hooks`` are the `Hooks` around model and tool calls;
-    ``store`` keeps ``session=`` conversations (a `MemoryStore` unless given).
     """
 
     def __init__(
@@ -96,10 +79,51 @@ class Agent:
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
     ) -> None:
+        """Set up the model client, the request and the loop's limits; nothing is sent yet.
+
+        Args:
+            model: The Gemini model name, sent verbatim.
+            toolkit: The tools the model may call (none by default).
+            system_prompt: Instructions sent with every request, before the skills catalog.
+            max_turns: Model responses per run, at most.
+            wait_for: Answers a suspended tool's `Request` inline (sync or async); without
+                it such a run ends ``"pending"``.
+            hooks: Callbacks around model and tool calls.
+            client: A ready ``google.genai.Client`` to use as is (the client settings below
+                are then ignored).
+            http_client: An ``httpx.AsyncClient`` to build the client on (left open by
+                `aclose`).
+            api_key: The Gemini API key; else ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``.
+            base_url: Another endpoint; else ``GOOGLE_GEMINI_BASE_URL`` or Google's.
+            api_version: The API version, e.g. ``"v1beta"``.
+            vertexai: Use Vertex AI (with ``project`` and ``location``).
+            project: The Vertex AI project.
+            location: The Vertex AI location.
+            timeout: Seconds per model request; ``None`` for no limit.
+            retry: How failed model calls are retried (`RetryPolicy()` by default).
+            config: More ``GenerateContentConfig`` fields (``temperature``,
+                ``thinking_config``, ...).
+            tool_timeout: Seconds per tool call; ``None`` for no limit.
+            deadline: Seconds for a whole run; ``None`` for no limit.
+            malformed_retries: Re-asks after a malformed or unexpected function call.
+            empty_retries: Re-asks after an empty response.
+            repeat_limit: Turns in a row with the very same calls before the run is stopped.
+            invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
+                `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
+            store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+
+        Raises:
+            ConfigurationError: A setting is out of range, no API key was found, the client
+                settings or ``config`` are invalid, or (with ``invalid_tools="raise"``) a
+                tool declaration would be refused.
+        """
         _check_options(max_turns, malformed_retries, empty_retries, repeat_limit, invalid_tools)
         self.model = model
+        """The model name."""
         self.toolkit = toolkit if toolkit is not None else Toolkit()
+        """The tools the model may call."""
         self.deadline = deadline
+        """Seconds for a whole run, or ``None``."""
         self._store = store
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
@@ -113,43 +137,31 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
-        from toolnexus import skills_prompt  # loads the skills machinery only when needed
-
         self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
         """The system instruction sent with every request (``None`` when empty)."""
-        if client is not None:
-            self._clients = _gemini.Clients(client)
-        else:
-            self._clients = _gemini.build_client(
-                api_key=api_key,
-                http_client=http_client,
-                base_url=base_url,
-                api_version=api_version,
-                vertexai=vertexai,
-                project=project,
-                location=location,
-                timeout=timeout,
-            )
+        self._model = GeminiModel.build(
+            model,
+            system=self.system_instruction,
+            declarations=self.declarations,
+            options=config,
+            client=client,
+            settings=ClientSettings(
+                api_key, http_client, base_url, api_version, vertexai, project, location, timeout
+            ),
+        )
         self._settings = Settings(
-            model=model,
-            config=_gemini.make_config(self.system_instruction, self.declarations, config),
+            model=self._model,
             toolkit=self.toolkit,
             hooks=hooks or Hooks(),
             wait_for=wait_for,
             max_turns=max_turns,
             retry=retry or RetryPolicy(),
-            malformed_retries=malformed_retries,
-            empty_retries=empty_retries,
-            repeat_limit=repeat_limit,
+            limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
-            client=self._client,
         )
 
     def __repr__(self) -> str:
         return f"Agent(model={self.model!r}, tools={len(self.declarations)})"
-
-    def _client(self) -> _gemini.Clients:
-        return self._clients
 
     async def run(
         self,
@@ -161,18 +173,10 @@ class Agent:
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
-        ``history`` continues an earlier conversation (``result.contents`` of a previous
-        run, or Gemini Content dicts). To resume a run that ended ``"pending"``, pass its
-        ``contents`` as ``history`` and the human's ``answer`` (``{"id": request id, "ok":
-        True, "data": ...}``); no prompt is needed. Raises `ModelError` when the model call
-        fails for good, `HookError` when a hook or ``wait_for`` raises and
-        `DeadlineExceededError` past ``deadline``; all carry the partial result.
-
-        ``session`` names a conversation kept in the agent's ``store`` (in memory unless
-        one was given): its transcript is loaded first and saved after every completed
-        turn, so a crash loses at most the turn in flight. A suspended session resumes
-        with ``run(session=..., answer=...)``; two runs on one session at once are refused
-        with `SessionBusyError`.
+        To resume a run that ended ``"pending"``, pass its ``contents`` as ``history`` (or
+        its ``session``) and the human's ``answer``; no prompt is needed. A ``session``'s
+        transcript is loaded first and saved after every completed turn, so a crash loses
+        at most the turn in flight.
 
         Example::
 
@@ -181,6 +185,26 @@ class Agent:
                 result = await agent.run(history=result.contents,
                                          answer={"id": result.pending["id"], "ok": True,
                                                  "data": "yes"})
+
+        Args:
+            prompt: The new user message; optional when continuing ``history``.
+            history: An earlier conversation to continue: ``result.contents`` of a previous
+                run, or Gemini Content dicts.
+            answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
+                request a pending history waits on.
+            session: The name of a conversation kept in the agent's ``store``.
+
+        Returns:
+            The `RunResult`: ``"completed"``, ``"pending"``, ``"blocked"`` or
+            ``"incomplete"`` (with the limit that ended it).
+
+        Raises:
+            ModelError: The model call failed for good (carries the partial result).
+            HookError: A hook or ``wait_for`` raised (carries the partial result).
+            DeadlineExceededError: The run passed ``deadline`` (carries the partial result).
+            ConfigurationError: No prompt and no history, both ``history`` and ``session``,
+                a bad history, or an ``answer`` the history does not wait for.
+            SessionBusyError: Another run holds the same session.
         """
         result: RunResult | None = None
         events = self._events(prompt, history, answer, session, streaming=False)
@@ -199,7 +223,17 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
     ) -> RunResult:
-        """Run from synchronous code; see `run`. Not allowed inside a running event loop."""
+        """Run from synchronous code: `run` on a new event loop, with the same arguments.
+
+        Returns:
+            The `RunResult`, as from `run`.
+
+        Raises:
+            ConfigurationError: Called inside a running event loop (``await agent.run``
+                there), or as `run` raises it.
+            RunError: As `run` raises it (`ModelError`, `HookError`,
+                `DeadlineExceededError`).
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -208,19 +242,17 @@ class Agent:
             raise ConfigurationError(
                 "run_sync() was called from a running event loop; use `await agent.run(...)`"
             )
-        return asyncio.run(
-            self._released_after(self.run(prompt, history=history, answer=answer, session=session))
-        )
 
-    async def _released_after(self, run: Coroutine[Any, Any, RunResult]) -> RunResult:
-        try:
-            return await run
-        finally:
-            # The pooled connections belong to this event loop, which asyncio.run closes.
-            if self._clients.transport is not None:
-                await self._clients.transport.aclose()
+        async def run_then_release() -> RunResult:
+            try:
+                return await self.run(prompt, history=history, answer=answer, session=session)
+            finally:
+                # The pooled connections belong to this event loop, which asyncio.run closes.
+                await self._model.release_connections()
 
-    async def stream(
+        return asyncio.run(run_then_release())
+
+    def stream(
         self,
         prompt: str | None = None,
         *,
@@ -231,13 +263,13 @@ class Agent:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
         Takes the same arguments as `run` and runs the same loop, over Gemini's streaming
-        endpoint: text and thoughts arrive as `TextEvent` / `ThoughtEvent` pieces while the model
-        writes. If a model call fails part-way and is retried, a `RetryEvent` comes before
-        the new attempt's pieces: the pieces of the failed attempt are void. To stop early,
-        iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream cancels
-        the tool calls still running and waits for them (a turn whose calls all finished is
-        already saved). Leaving the loop without closing it leaves that cleanup, and a
-        ``session``'s lock, to the event loop's finaliser, some iterations later.
+        endpoint: text and thoughts arrive as `TextEvent` / `ThoughtEvent` pieces while the
+        model writes. If a model call fails part-way and is retried, a `RetryEvent` comes
+        before the new attempt's pieces: the pieces of the failed attempt are void. To stop
+        early, iterate inside ``contextlib.aclosing(agent.stream(...))``: closing the stream
+        cancels the tool calls still running and waits for them (a turn whose calls all
+        finished is already saved). Leaving the loop without closing it leaves that cleanup,
+        and a ``session``'s lock, to the event loop's finaliser, some iterations later.
 
         Example::
 
@@ -246,11 +278,15 @@ class Agent:
                     print(event.text, end="", flush=True)
                 elif isinstance(event, DoneEvent):
                     print(event.result.status)
+
+        Returns:
+            An async generator of `Event`s; nothing runs until it is iterated.
+
+        Raises:
+            RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
+                ``SessionBusyError`` as for `run`.
         """
-        events = self._events(prompt, history, answer, session, streaming=True)
-        async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
+        return self._events(prompt, history, answer, session, streaming=True)
 
     @property
     def store(self) -> Store:
@@ -270,14 +306,38 @@ class Agent:
         *,
         streaming: bool,
     ) -> AsyncGenerator[Event, None]:
-        if session is None:
-            run = Run(self._settings, prompt, history, answer, streaming=streaming)
-            async with contextlib.aclosing(self._drive(run)) as events:
-                async for event in events:
-                    yield event
-            return
-        if history is not None:
+        """Yield the run's events under its session (if any) and its deadline (if any)."""
+        if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
+        async with self._session(session) as (saved, save):
+            run = Run(self._settings, prompt, saved or history, answer, save, streaming=streaming)
+            events = run.events()
+            deadline = self.deadline
+            when = None if deadline is None else asyncio.get_running_loop().time() + deadline
+            async with contextlib.aclosing(events):
+                while True:
+                    try:
+                        async with asyncio.timeout_at(when) as scope:
+                            event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    except TimeoutError:
+                        if not scope.expired():
+                            raise
+                        raise DeadlineExceededError(
+                            f"the run passed its deadline of {deadline:g} s",
+                            result=run.result("incomplete", reason="deadline"),
+                        ) from None
+                    yield event
+
+    @contextlib.asynccontextmanager
+    async def _session(
+        self, session: str | None
+    ) -> AsyncIterator[tuple[list[dict[str, Any]] | None, Checkpoint | None]]:
+        """Hold ``session``'s lock; give its saved transcript and how to save it again."""
+        if session is None:
+            yield None, None
+            return
         from agent._session_lock import session_lock
         from agent._transcript import Transcript
 
@@ -290,41 +350,11 @@ class Agent:
 
         async with session_lock(store, session):
             saved = await store.get(session)
-            history = saved.contents if saved else None
-            run = Run(self._settings, prompt, history, answer, save, streaming=streaming)
-            async with contextlib.aclosing(self._drive(run)) as events:
-                async for event in events:
-                    yield event
-
-    async def _drive(self, run: Run) -> AsyncGenerator[Event, None]:
-        events = run.events()
-        try:
-            if self.deadline is None:
-                async for event in events:
-                    yield event
-                return
-            when = asyncio.get_running_loop().time() + self.deadline
-            while True:
-                try:
-                    async with asyncio.timeout_at(when) as scope:
-                        event = await anext(events)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if not scope.expired():
-                        raise
-                    raise DeadlineExceededError(
-                        f"the run passed its deadline of {self.deadline:g} s",
-                        result=run.result("incomplete", reason="deadline"),
-                    ) from None
-                yield event
-        finally:
-            await events.aclose()
+            yield (saved.contents if saved else None), save
 
     async def aclose(self) -> None:
         """Close the HTTP client the agent created (a supplied one is left open)."""
-        if self._clients.http is not None:
-            await self._clients.http.aclose()
+        await self._model.aclose()
 
     async def __aenter__(self) -> Agent:
         return self

@@ -16,15 +16,13 @@ The finish-reason policy, in order:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from agent._gemini import Call, Reply
+    from agent._response import ModelResponse
 
-__all__ = ["Kind", "Outcome", "call_signature", "classify"]
+__all__ = ["Classification", "Kind", "classify"]
 
 CLEAN_FINISH = frozenset({"STOP", "FINISH_REASON_UNSPECIFIED"})
 MALFORMED_FINISH = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
@@ -41,38 +39,26 @@ class Kind(Enum):
     EMPTY = "empty"
 
 
-class Outcome(NamedTuple):
-    """A classified turn: its kind and, for ``BLOCKED``/``MALFORMED``, the reason."""
+class Classification(NamedTuple):
+    """A classified turn: its kind and, for ``BLOCKED``/``MALFORMED``/``MAX_TOKENS``, why."""
 
     kind: Kind
     reason: str | None = None
 
 
-def classify(reply: Reply) -> Outcome:
-    """Return the `Outcome` of one model response (see the module docstring for the order)."""
-    if reply.block_reason:
-        return Outcome(Kind.BLOCKED, reply.block_reason)
-    finish = reply.finish_reason
+def classify(response: ModelResponse) -> Classification:
+    """Return the kind of one model response (see the module docstring for the order)."""
+    if response.block_reason:
+        return Classification(Kind.BLOCKED, response.block_reason)
+    finish = response.finish_reason
     if finish in MALFORMED_FINISH:
-        return Outcome(Kind.MALFORMED, finish)
+        return Classification(Kind.MALFORMED, finish)
     if finish == "MAX_TOKENS":
-        return Outcome(Kind.MAX_TOKENS, finish)
+        return Classification(Kind.MAX_TOKENS, finish)
     if finish is not None and finish not in CLEAN_FINISH:
-        return Outcome(Kind.BLOCKED, finish)
-    if reply.calls:
-        return Outcome(Kind.CALLS)
-    if reply.text.strip():
-        return Outcome(Kind.FINAL)
-    return Outcome(Kind.EMPTY)
-
-
-def call_signature(calls: Iterable[Call]) -> frozenset[tuple[str, str]]:
-    """Return a hashable identity of a turn's calls: the set of (name, canonical args)."""
-    return frozenset((call.name, _canonical(call.args)) for call in calls)
-
-
-def _canonical(args: Any) -> str:
-    try:
-        return json.dumps(args, sort_keys=True, separators=(",", ":"), default=repr)
-    except (TypeError, ValueError):
-        return repr(args)
+        return Classification(Kind.BLOCKED, finish)
+    if response.calls:
+        return Classification(Kind.CALLS)
+    if response.text.strip():
+        return Classification(Kind.FINAL)
+    return Classification(Kind.EMPTY)

@@ -13,14 +13,37 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-if TYPE_CHECKING:
-    from agent._gemini import ErrorInfo
+__all__ = ["CallFailed", "ErrorInfo", "RetryPolicy", "retrying"]
 
-__all__ = ["RetryPolicy", "retrying"]
+
+class ErrorInfo(NamedTuple):
+    """A failed model call, described without the SDK's or httpx's exception types."""
+
+    code: int | None
+    """The HTTP status code, when the server answered."""
+    status: str | None
+    """Gemini's status word (``"UNAVAILABLE"``), or ``"TIMEOUT"`` / ``"NETWORK_ERROR"``."""
+    message: str
+    """What went wrong, with the API key scrubbed out."""
+    retryable: bool
+    """Whether the retry policy may try again."""
+    delay: float | None = None
+    """Seconds the server asked us to wait (``RetryInfo.retryDelay`` or ``Retry-After``)."""
+
+
+class CallFailed(Exception):
+    """Raised by the model seam when a call fails; the retry policy reads its `ErrorInfo`.
+
+    It is never raised to the user: the loop turns the last one into a `ModelError`.
+    """
+
+    def __init__(self, info: ErrorInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,25 +79,29 @@ class RetryPolicy:
 
 
 def retrying(
-    policy: RetryPolicy,
-    translate: Callable[[BaseException], ErrorInfo | None],
-    on_retry: Callable[[int, float, ErrorInfo], None],
+    policy: RetryPolicy, on_retry: Callable[[int, float, ErrorInfo], None]
 ) -> AsyncRetrying:
     """Return the tenacity controller for one model call under ``policy``.
 
-    ``translate`` says whether a failure is retryable (and any server-given delay);
-    ``on_retry(attempt, delay, info)`` is told before each wait. Use it as
-    ``async for attempt in retrying(...): with attempt: ...``; the last failure is raised
-    unchanged. Cancellation is never retried: ``translate`` does not know it.
+    Use it as ``async for attempt in retrying(...): with attempt: ...``; every attempt, the
+    first included, runs inside it. A `CallFailed` whose info is retryable is retried
+    (waiting the server's delay when it gave one); anything else, cancellation included,
+    and the last failure once the bounds are reached, is raised unchanged.
+
+    Args:
+        policy: The bounds and the backoff.
+        on_retry: Told ``(failed attempt, seconds to wait, failure)`` before each wait.
+
+    Returns:
+        The tenacity controller (``reraise=True``).
     """
 
     def retryable(exc: BaseException) -> bool:
-        info = translate(exc)
-        return info is not None and info.retryable
+        return isinstance(exc, CallFailed) and exc.info.retryable
 
     def failure(state: RetryCallState) -> ErrorInfo | None:
         exc = state.outcome.exception() if state.outcome is not None else None
-        return translate(exc) if exc is not None else None
+        return exc.info if isinstance(exc, CallFailed) else None
 
     def wait(state: RetryCallState) -> float:
         info = failure(state)

@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 import time
+import warnings
 from typing import Any
 
 
@@ -46,9 +47,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     mode = argv[0]
     if mode == "import":
         return _import(argv[1])
-    import warnings
-
-    import toolnexus as tn
+    import toolnexus as tn  # after the import probe, which must find it not loaded yet
 
     warnings.simplefilter("ignore")
     if mode == "build":

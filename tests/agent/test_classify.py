@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from agent._classify import Kind, call_signature, classify
-from agent._gemini import Call, Reply
+from agent._classify import Kind, classify
+from agent._response import Call, ModelResponse
 
 
-def r(**kw: object) -> Reply:
-    return Reply(content=None, **kw)  # type: ignore[arg-type]
+def r(**kw: object) -> ModelResponse:
+    return ModelResponse(content=None, **kw)  # type: ignore[arg-type]
 
 
 CALL = [Call("read", {"path": "a"}, "1")]
 
 
 @pytest.mark.parametrize(
-    ("reply", "kind", "reason"),
+    ("response", "kind", "reason"),
     [
         (r(text="hi", finish_reason="STOP"), Kind.FINAL, None),
         (r(text="hi", finish_reason=None), Kind.FINAL, None),
@@ -41,13 +41,6 @@ CALL = [Call("read", {"path": "a"}, "1")]
         (r(), Kind.EMPTY, None),
     ],
 )
-def test_classify(reply, kind, reason):
-    outcome = classify(reply)
-    assert (outcome.kind, outcome.reason) == (kind, reason)
-
-
-def test_call_signature_ignores_order_ids_and_key_order():
-    a = [Call("read", {"a": 1, "b": 2}, "x"), Call("grep", {"p": "q"}, "y")]
-    b = [Call("grep", {"p": "q"}, None), Call("read", {"b": 2, "a": 1}, "z")]
-    assert call_signature(a) == call_signature(b)
-    assert call_signature(a) != call_signature([Call("read", {"a": 1, "b": 3}, "x")])
+def test_classify(response, kind, reason):
+    classified = classify(response)
+    assert (classified.kind, classified.reason) == (kind, reason)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import respx
 
-from agent import Agent, ConfigurationError, Hooks, ToolDeclarationWarning, _gemini
+from agent import Agent, ConfigurationError, Hooks, ToolDeclarationWarning
 from agent.events import DoneEvent, TextEvent, ToolCallEvent, ToolResultEvent, UsageEvent
 from tests.agent._loop_support import (
     KEY,
@@ -419,28 +419,3 @@ async def test_an_injected_genai_client_is_used_as_is(http, mock):
     result = await Agent(client=client).run("hi")
     assert result.text == "ok"
     assert "/v1beta/" in str(script.route.calls.last.request.url)
-
-
-def test_build_client_serves_sync_calls_on_the_given_httpx_client():
-    seen: list[httpx.Request] = []
-
-    def serve(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json=reply(text("sync ok")))
-
-    with httpx.Client(transport=httpx.MockTransport(serve)) as sync_http:
-        clients = _gemini.build_client(
-            api_key=KEY,
-            http_client=None,
-            base_url=None,
-            api_version=None,
-            vertexai=None,
-            project=None,
-            location=None,
-            timeout=5.0,
-            sync_http_client=sync_http,
-        )
-        response = clients.genai.models.generate_content(model="m", contents="hi")
-    assert response.text == "sync ok"
-    assert len(seen) == 1 and seen[0].url.path.endswith("/models/m:generateContent")
-    assert seen[0].headers["x-goog-api-key"] == KEY

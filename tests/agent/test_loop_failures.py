@@ -12,7 +12,8 @@ import traceback
 import httpx
 import pytest
 
-from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError, _gemini
+from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError
+from agent._client import scrub
 from tests.agent._loop_support import (
     KEY,
     Script,
@@ -287,4 +288,4 @@ print(result.status, len(result.retries))
     ],
 )
 def test_scrub_hides_keys_without_mangling_words(secret, text, expected):
-    assert _gemini.scrub(text, secret) == expected
+    assert scrub(text, secret) == expected

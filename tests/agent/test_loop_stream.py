@@ -60,7 +60,11 @@ async def test_text_arrives_in_pieces_and_is_assembled(http, mock):
     events = await collect(make_agent(http))
     assert script.kinds == ["stream"]
     pieces = [(type(e).__name__, e.text) for e in events if isinstance(e, TextEvent | ThoughtEvent)]
-    assert pieces == [("ThoughtEvent", "Thinking"), ("TextEvent", "Hello, "), ("TextEvent", "world.")]
+    assert pieces == [
+        ("ThoughtEvent", "Thinking"),
+        ("TextEvent", "Hello, "),
+        ("TextEvent", "world."),
+    ]
     result = done(events)
     assert result.status == "completed"
     assert result.text == "Hello, world."

@@ -6,19 +6,7 @@ import asyncio
 
 import pytest
 
-from agent._gemini import ErrorInfo
-from agent._retry import RetryPolicy, retrying
-
-
-class Flaky(Exception):
-    def __init__(self, info: ErrorInfo) -> None:
-        super().__init__(info.message)
-        self.info = info
-
-
-def translate(exc: BaseException) -> ErrorInfo | None:
-    return exc.info if isinstance(exc, Flaky) else None
-
+from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 
 BUSY = ErrorInfo(503, "UNAVAILABLE", "busy", retryable=True)
 FATAL = ErrorInfo(400, "INVALID_ARGUMENT", "bad", retryable=False)
@@ -31,7 +19,7 @@ async def drive(policy: RetryPolicy, failures: list[BaseException]) -> tuple[int
     def on_retry(attempt: int, delay: float, info: ErrorInfo) -> None:
         seen.append((attempt, delay, info.code))
 
-    async for attempt in retrying(policy, translate, on_retry):
+    async for attempt in retrying(policy, on_retry):
         with attempt:
             calls += 1
             if failures:
@@ -49,33 +37,33 @@ def policy(**kw: object) -> RetryPolicy:
 
 
 async def test_retries_until_success_with_exponential_backoff():
-    calls, seen = await drive(policy(), [Flaky(BUSY), Flaky(BUSY), Flaky(BUSY)])
+    calls, seen = await drive(policy(), [CallFailed(BUSY), CallFailed(BUSY), CallFailed(BUSY)])
     assert calls == 4
     assert seen == [(1, 1.0, 503), (2, 2.0, 503), (3, 4.0, 503)]
 
 
 async def test_server_delay_wins_over_backoff():
     slow = ErrorInfo(429, "RESOURCE_EXHAUSTED", "later", retryable=True, delay=2.5)
-    _, seen = await drive(policy(), [Flaky(slow)])
+    _, seen = await drive(policy(), [CallFailed(slow)])
     assert seen == [(1, 2.5, 429)]
 
 
 async def test_attempts_bound():
-    with pytest.raises(Flaky):
-        await drive(policy(attempts=3), [Flaky(BUSY)] * 5)
+    with pytest.raises(CallFailed):
+        await drive(policy(attempts=3), [CallFailed(BUSY)] * 5)
 
 
 async def test_total_wait_bound():
     # 1 + 2 + 4 = 7 > 6: the third retry is not made.
-    failures = [Flaky(BUSY)] * 5
-    with pytest.raises(Flaky):
+    failures = [CallFailed(BUSY)] * 5
+    with pytest.raises(CallFailed):
         await drive(policy(max_wait=6.0), failures)
     assert len(failures) == 2
 
 
 async def test_not_retryable_and_unknown_errors_raise_at_once():
-    with pytest.raises(Flaky):
-        await drive(policy(), [Flaky(FATAL), Flaky(BUSY)])
+    with pytest.raises(CallFailed):
+        await drive(policy(), [CallFailed(FATAL), CallFailed(BUSY)])
     with pytest.raises(KeyError):
         await drive(policy(), [KeyError("x")])
 

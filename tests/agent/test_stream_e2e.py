@@ -114,7 +114,11 @@ async def test_stream_events_are_ordered_and_done_equals_run() -> None:
     # Both modes sent the very same conversation on every turn.
     assert [r.contents for r in streamed_fake.requests] == [r.contents for r in run_fake.requests]
     # The events tell the same story as the result.
-    calls = [(e.call.name, e.call.args, e.call.id, e.call.turn) for e in events if isinstance(e, ToolCallEvent)]
+    calls = [
+        (e.call.name, e.call.args, e.call.id, e.call.turn)
+        for e in events
+        if isinstance(e, ToolCallEvent)
+    ]
     assert calls == [(c.name, c.args, c.id, c.turn) for c in ran.tool_calls]
     outputs = [e.result.output for e in events if isinstance(e, ToolResultEvent)]
     assert outputs == ["echo:a", "echo:b", "echo:c"]

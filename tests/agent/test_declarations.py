@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from agent._request import check_declaration, declaration, split_valid, system_instruction
+from agent._declarations import check_declaration, declaration, split_valid, system_instruction
 from toolnexus import Tool
 
 

@@ -1,0 +1,117 @@
+"""How a failed model call is described: SDK and httpx exceptions become an `ErrorInfo`.
+
+Retryable: HTTP 429, 500, 502, 503 and 504, network errors and timeouts. A 429 whose quota
+is per day is not (it will not come back within any sensible wait). The server's own wait,
+``RetryInfo.retryDelay`` in the error body or the ``Retry-After`` header, is carried along.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from google.genai import errors as genai_errors
+
+from agent._client import scrub
+from agent._retry import ErrorInfo
+
+__all__ = ["RETRYABLE_CODES", "translate"]
+
+RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
+
+
+def translate(exc: BaseException, secret: str | None = None) -> ErrorInfo | None:
+    """Describe a model-call exception, with ``secret`` (the API key) scrubbed out.
+
+    Args:
+        exc: What the SDK or httpx raised.
+        secret: The API key, removed from the message and status wherever it appears.
+
+    Returns:
+        The failure, or ``None`` when ``exc`` is not a model or network failure (a bug,
+        a cancellation): such exceptions are not ours to translate.
+    """
+    info = _describe(exc)
+    if info is None or not secret:
+        return info
+    status = scrub(info.status, secret) if info.status is not None else None
+    return info._replace(message=scrub(info.message, secret), status=status)
+
+
+def _describe(exc: BaseException) -> ErrorInfo | None:
+    if isinstance(exc, genai_errors.APIError):
+        return _api_error(exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return ErrorInfo(None, "TIMEOUT", f"{type(exc).__name__}: {exc}", retryable=True)
+    if isinstance(exc, httpx.TransportError):
+        return ErrorInfo(None, "NETWORK_ERROR", f"{type(exc).__name__}: {exc}", retryable=True)
+    if isinstance(exc, genai_errors.UnknownApiResponseError):
+        return ErrorInfo(None, "UNKNOWN_RESPONSE", str(exc), retryable=False)
+    return None
+
+
+def _api_error(exc: genai_errors.APIError) -> ErrorInfo:
+    code = exc.code if isinstance(exc.code, int) else None
+    details = _error_details(exc.details if isinstance(exc.details, Mapping) else {})
+    retryable = code in RETRYABLE_CODES and not (code == 429 and _per_day_quota(details))
+    delay = None
+    if retryable:
+        delay = _retry_delay(details)
+        if delay is None:
+            delay = _retry_after(getattr(exc, "response", None))
+    return ErrorInfo(
+        code=code,
+        status=exc.status,
+        message=str(exc.message or exc.status or "no message"),
+        retryable=retryable,
+        delay=delay,
+    )
+
+
+def _error_details(body: Mapping[str, Any]) -> list[Any]:
+    error = body.get("error")
+    details = error.get("details") if isinstance(error, Mapping) else None
+    return details if isinstance(details, list) else []
+
+
+def _per_day_quota(details: list[Any]) -> bool:
+    for detail in details:
+        if not isinstance(detail, Mapping) or not str(detail.get("@type", "")).endswith(
+            "QuotaFailure"
+        ):
+            continue
+        for violation in detail.get("violations") or ():
+            if isinstance(violation, Mapping) and "PerDay" in str(violation.get("quotaId", "")):
+                return True
+    return False
+
+
+def _retry_delay(details: list[Any]) -> float | None:
+    for detail in details:
+        if isinstance(detail, Mapping) and "retryDelay" in detail:
+            match = _DURATION.match(str(detail["retryDelay"]))
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def _retry_after(response: Any) -> float | None:
+    """Read ``Retry-After``: seconds, or an HTTP date."""
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

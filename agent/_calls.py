@@ -1,0 +1,105 @@
+"""How one function call is run: before-tool hook, the tool, an inline answer, after-tool hook.
+
+The loop runs the calls of a turn concurrently, each through `run_call`; a call that
+suspended in an earlier run is re-run here once with its answer. Results go back to the
+model as `function_response` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from toolnexus import Answer, Request, ToolContext, ToolResult, execute_async
+
+if TYPE_CHECKING:
+    from agent._loop import Settings
+    from agent.events import ToolCall
+
+__all__ = ["HookCaller", "WaitFor", "function_response", "run_call"]
+
+WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
+"""Answers a suspended tool's `Request` inline (sync or async)."""
+
+HookCaller = Callable[..., Awaitable[Any]]
+"""``call_hook(name, hook, *args)``: calls a hook (sync or async) and turns what it raises
+into a `HookError` carrying the run's partial result."""
+
+
+def function_response(result: ToolResult, *, pending: Request | None = None) -> dict[str, Any]:
+    """Return the ``response`` object sent back to the model for one call's result."""
+    response: dict[str, Any] = {"output": result.output, "isError": result.is_error}
+    if pending is not None:
+        response["pending"] = dict(pending)
+    return response
+
+
+async def run_call(
+    settings: Settings,
+    call_hook: HookCaller,
+    call: ToolCall,
+    answered: tuple[Request, Answer] | None = None,
+) -> tuple[dict[str, Any], ToolResult]:
+    """Run one call with its hooks; return the arguments it ran with and its result.
+
+    Args:
+        settings: The run's settings (toolkit, hooks, ``wait_for``, tool timeout).
+        call_hook: How hooks and ``wait_for`` are called.
+        call: The call the model asked for.
+        answered: ``(request, answer)`` to re-run a call that suspended in an earlier run.
+
+    Returns:
+        The arguments the tool ran with (a before-tool hook may change them) and the
+        result (a hook may replace it).
+
+    Raises:
+        HookError: A hook or ``wait_for`` raised.
+    """
+    hooks = settings.hooks
+    args: dict[str, Any] = call.args
+    result: ToolResult | None = None
+    if hooks.before_tool is not None:
+        changed = await call_hook("before_tool", hooks.before_tool, call)
+        if isinstance(changed, ToolResult):
+            result = changed
+        elif changed is not None:
+            args = dict(changed)
+    if result is None and answered is not None:
+        result = await _answered(settings, call, args, *answered)
+    elif result is None:
+        result = await _tool(settings, call, args, None)
+        request = result.pending
+        if request is not None and settings.wait_for is not None:
+            reply = await call_hook("wait_for", settings.wait_for, request)
+            result = await _answered(settings, call, args, request, reply)
+    if hooks.after_tool is not None:
+        changed = await call_hook("after_tool", hooks.after_tool, call, result)
+        if changed is not None:
+            result = changed
+    return args, result
+
+
+async def _tool(
+    settings: Settings, call: ToolCall, args: dict[str, Any], answer: Answer | None
+) -> ToolResult:
+    context = ToolContext(timeout=settings.tool_timeout, call_id=call.id, answer=answer)
+    return await execute_async(settings.toolkit, call.name, args, context)
+
+
+async def _answered(
+    settings: Settings, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
+) -> ToolResult:
+    """Re-run a suspended tool once with its answer; refusal or a second suspension fail."""
+    if not answer.get("ok"):
+        return ToolResult(
+            f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
+            is_error=True,
+        )
+    result = await _tool(settings, call, args, answer)
+    if result.pending is not None:
+        return ToolResult(
+            f"Tool {call.name!r} asked again after its request {request['id']!r} was "
+            "answered; giving up on this call.",
+            is_error=True,
+        )
+    return result

@@ -1,0 +1,163 @@
+"""Pure decision of what the loop does after a classified model response.
+
+`decide` reads the response, its `Classification`, the `Streaks` of earlier turns and the
+`TurnLimits`, and returns the next `Step` with the renewed streaks. It changes nothing: the
+loop applies the step (keeps the response, runs the calls, ends the run).
+
+- A malformed or empty response is dropped and the model asked again (`AskAgain`) until its
+  budget is spent; then the run stops ``"incomplete"``.
+- A blocked or cut (``MAX_TOKENS``) response is kept and stops the run; its calls are never
+  run but answered with an error, so the transcript stays valid history.
+- A final answer stops the run ``"completed"``.
+- Function calls are run (`RunCalls`), unless the very same calls came ``repeat_limit``
+  turns in a row: then they are answered with an error and the run stops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agent._classify import Classification, Kind
+
+if TYPE_CHECKING:
+    from agent._response import Call, ModelResponse
+    from agent._result import Limit, Status
+
+__all__ = [
+    "AskAgain",
+    "RunCalls",
+    "Step",
+    "Stop",
+    "Streaks",
+    "TurnLimits",
+    "call_signature",
+    "decide",
+]
+
+CallSignature: TypeAlias = frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    """The budgets `decide` enforces (set on `Agent`)."""
+
+    malformed_retries: int = 2
+    """Re-asks after a malformed or unexpected function call."""
+    empty_retries: int = 1
+    """Re-asks after an empty response."""
+    repeat_limit: int = 3
+    """Turns in a row with the very same calls before the run is stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Streaks:
+    """What `decide` remembers from earlier turns of a run."""
+
+    malformed: int = 0
+    """Malformed responses in a row (reset by a usable one)."""
+    empty: int = 0
+    """Empty responses in a row (reset by a usable one)."""
+    repeats: int = 0
+    """Call turns in a row, ending with the last one, that asked for the same calls."""
+    last_calls: CallSignature | None = None
+    """The `call_signature` of the last call turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class AskAgain:
+    """Drop the response and call the model again."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCalls:
+    """Keep the response and run its function calls."""
+
+    calls: list[Call]
+    """The calls, in the order the model gave them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """End the run."""
+
+    status: Status
+    """The run's status."""
+    keep: bool = True
+    """Append the response to the transcript first."""
+    text: str = ""
+    """The result's text."""
+    reason: str | None = None
+    """The finish or block reason."""
+    limit: Limit | None = None
+    """The limit that ended the run, for ``"incomplete"``."""
+    refusal: str | None = None
+    """When set, answer the response's calls with this error instead of running them."""
+
+
+Step: TypeAlias = AskAgain | RunCalls | Stop
+"""What the loop does next."""
+
+
+def decide(
+    response: ModelResponse, classified: Classification, streaks: Streaks, limits: TurnLimits
+) -> tuple[Step, Streaks]:
+    """Return the next step after ``response`` and the streaks to remember for the next turn.
+
+    Args:
+        response: The model response.
+        classified: What `classify` made of it.
+        streaks: What earlier turns of the run left.
+        limits: The budgets for re-asks and repeated calls.
+
+    Returns:
+        The step to take and the renewed streaks.
+    """
+    kind, reason = classified
+    if kind is Kind.MALFORMED:
+        streaks = dataclasses.replace(streaks, malformed=streaks.malformed + 1)
+        if streaks.malformed > limits.malformed_retries:
+            spent = Stop("incomplete", keep=False, limit="malformed_function_call", reason=reason)
+            return spent, streaks
+        return AskAgain(), streaks
+    if kind is Kind.EMPTY:
+        streaks = dataclasses.replace(streaks, empty=streaks.empty + 1)
+        if streaks.empty > limits.empty_retries:
+            return Stop("incomplete", keep=False, limit="empty_response"), streaks
+        return AskAgain(), streaks
+    streaks = dataclasses.replace(streaks, malformed=0, empty=0)
+    if kind is Kind.FINAL:
+        return Stop("completed", text=response.text), streaks
+    if kind is not Kind.CALLS:  # BLOCKED or MAX_TOKENS
+        refusal = f"Not run: the turn ended with {reason}." if response.calls else None
+        if kind is Kind.BLOCKED:
+            return Stop("blocked", text=response.text, reason=reason, refusal=refusal), streaks
+        cut = Stop(
+            "incomplete", text=response.text, reason=reason, limit="max_tokens", refusal=refusal
+        )
+        return cut, streaks
+    signature = call_signature(response.calls)
+    repeats = streaks.repeats + 1 if signature == streaks.last_calls else 1
+    streaks = dataclasses.replace(streaks, repeats=repeats, last_calls=signature)
+    if repeats >= limits.repeat_limit:
+        refusal = (
+            f"Not run: this exact call was made {limits.repeat_limit} turns in a row, "
+            "so the run was stopped."
+        )
+        return Stop("incomplete", limit="repeated_call", refusal=refusal), streaks
+    return RunCalls(response.calls), streaks
+
+
+def call_signature(calls: Iterable[Call]) -> CallSignature:
+    """Return a hashable identity of a turn's calls: the set of (name, canonical args)."""
+    return frozenset((call.name, _canonical(call.args)) for call in calls)
+
+
+def _canonical(args: Any) -> str:
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):
+        return repr(args)
