@@ -98,7 +98,12 @@ def test_example(
     script.write_text(example.code, encoding="utf-8")
     monkeypatch.chdir(workspace)
     monkeypatch.syspath_prepend(str(workspace))
-    runpy.run_path(str(script), run_name="__main__")
+    environ = dict(os.environ)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
     printed = capsys.readouterr().out
     if example.output is not None:
         assert printed == example.output
