@@ -139,3 +139,10 @@ def _run_as_pytest_file(example: Example, workspace: Path) -> None:
     assert done.returncode == 0, report
     assert re.search(r"\d+ passed", report), report
     assert example.output is None, "a pytest example shows no output block"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line for line in readme.splitlines() if line.endswith("-m pytest")]
+    assert len(commands) == 1, commands
+    assert commands[0] in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
