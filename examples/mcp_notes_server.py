@@ -5,7 +5,8 @@ An MCP client starts it; for example::
     import sys
     import toolnexus as tn
 
-    config = {"mcpServers": {"notes": {"command": [sys.executable, "examples/mcp_notes_server.py"]}}}
+    server = {"command": [sys.executable, "examples/mcp_notes_server.py"]}
+    config = {"mcpServers": {"notes": server}}
     with tn.build(mcp=config) as tk:
         print(tn.execute(tk, "notes_add_note", {"title": "todo", "text": "Ship it."}).output)
 """

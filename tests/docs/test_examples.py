@@ -82,6 +82,16 @@ def test_every_page_has_examples_found() -> None:
         assert indented is None, f"{page.name}: indented code fences are not collected"
 
 
+def test_examples_fit_in_100_columns() -> None:
+    wide = [
+        f"{example.name} +{number}"
+        for example in EXAMPLES
+        for number, line in enumerate(example.code.splitlines(), 1)
+        if len(line) > 100
+    ]
+    assert not wide, "lines over 100 characters (the project's line length): " + ", ".join(wide)
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.name)
 def test_example(
     example: Example,
