@@ -159,6 +159,9 @@ def _run_as_script(
     finally:
         os.environ.clear()
         os.environ.update(environ)
+        for name, module in list(sys.modules.items()):  # modules the example wrote and imported
+            if str(getattr(module, "__file__", "")).startswith(str(workspace)):
+                del sys.modules[name]
     printed = capsys.readouterr().out
     if example.output is not None:
         assert printed == example.output
