@@ -222,3 +222,11 @@ def _run_console_session(example: Example, workspace: Path) -> None:
         check=False,
     )
     assert done.stdout.splitlines() == expected
+
+
+def test_readme_links_into_docs_resolve() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert targets
+    missing = [target for target in targets if not (ROOT / target).is_file()]
+    assert not missing, missing
