@@ -14,7 +14,7 @@ from agent._declarations import DeclarationProblem, declaration, split_valid, sy
 from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
-from agent.errors import ConfigurationError, DeadlineExceededError
+from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
 from toolnexus import Answer, Toolkit, skills_prompt
@@ -33,8 +33,12 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 """The model used when none is given."""
 
 
-class ToolDeclarationWarning(UserWarning):
-    """A tool was left out of the request because Gemini would refuse its declaration."""
+class ToolDeclarationWarning(AgentError, UserWarning):
+    """A tool was left out of the request because Gemini would refuse its declaration.
+
+    A warning, not raised; it sits under `AgentError` so that with warnings turned into
+    errors (``-W error``) ``except AgentError`` still catches everything this package raises.
+    """
 
 
 class Agent:

@@ -15,6 +15,9 @@ turn is lost. Problems with a stored conversation have a branch of their own::
         └── TranscriptVersionError a stored transcript has a schema version this library
                                    cannot read (also a ``ValueError``)
 
+``ToolDeclarationWarning`` (a ``UserWarning``, issued when a tool is left out of a request)
+is also an `AgentError`, so ``-W error`` cannot raise anything from outside the tree.
+
 ``agent.testing`` adds two of its own under `AgentError`: ``FakeGeminiError`` (the fake's
 script and the traffic disagree; also an ``AssertionError``) and ``ScenarioError`` (a
 scenario file is invalid).
