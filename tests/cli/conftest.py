@@ -86,7 +86,8 @@ class Hold:
         self._gate.set()
 
 
-def _wait_for_request_handlers() -> None:
+def wait_for_request_handlers() -> None:
+    """Wait until every fake-server request handler thread has ended."""
     for thread in threading.enumerate():
         if thread.name.endswith("(process_request_thread)"):
             thread.join(30)
@@ -101,9 +102,9 @@ def _handlers_end_with_their_test() -> Iterator[None]:
     the HTTP server prints that traceback on whatever ``sys.stderr`` is at that moment: a
     later in-process test's captured stderr, which its exact assertions would not expect.
     """
-    _wait_for_request_handlers()
+    wait_for_request_handlers()
     yield
-    _wait_for_request_handlers()
+    wait_for_request_handlers()
 
 
 @pytest.fixture

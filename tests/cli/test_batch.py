@@ -16,7 +16,7 @@ import yaml
 
 from agent.testing import FakeGemini, delay, error
 from agent.testing._replies import ReplyLike
-from tests.cli.conftest import Cli, Hold, cli_env
+from tests.cli.conftest import Cli, Hold, cli_env, wait_for_request_handlers
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -104,6 +104,9 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
             first.wait()
         slow[0] = False
         hold.release()
+        # The killed run's requests (held, or cut off mid-body) finish being recorded
+        # before the count of what the resumed run sends starts.
+        wait_for_request_handlers()
         before = _records(out)
         assert 5 <= len(before) < 20
         # A crash in the middle of a write leaves a partial line: resume drops it.
