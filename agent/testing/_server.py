@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +82,13 @@ class _Server(ThreadingHTTPServer):
         self.open_lock = threading.Lock()
         self.open_sockets: set[socket.socket] = set()
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away (a killed CLI, a cancelled run) is not a server fault:
+        # say nothing, instead of printing a traceback into whatever stderr is current.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeServer:

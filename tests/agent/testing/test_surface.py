@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import socket
+import struct
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +17,7 @@ from google import genai
 from google.genai import types
 
 import agent.testing
-from agent.testing import FakeGemini, function_call, reply
+from agent.testing import FakeGemini, delay, function_call, reply
 from agent.testing._render import split_stream
 from agent.testing._signatures import decode_signature
 from agent.testing._strict import normalize
@@ -175,3 +179,28 @@ def test_server_stops_cleanly_with_a_keep_alive_connection_open() -> None:
     # leaving both blocks closed the listening socket and the idle connection
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.base_url, timeout=1)
+
+
+def test_server_is_quiet_when_a_client_goes_away_before_its_reply(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    fake = FakeGemini([delay(0.3, "late")])
+    body = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}'
+    with fake.serve() as server:
+        with socket.create_connection(("127.0.0.1", server.port)) as conn:
+            conn.sendall(
+                b"POST /v1beta/models/m:streamGenerateContent?alt=sse HTTP/1.1\r\n"
+                b"Host: 127.0.0.1\r\nx-goog-api-key: k\r\ncontent-type: application/json\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
+            # Close with a reset, so the server's reply surely meets a dead connection.
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        deadline = time.monotonic() + 10
+        while not fake.requests:
+            assert time.monotonic() < deadline, "the server never read the request"
+            time.sleep(0.01)
+        for thread in threading.enumerate():
+            if thread.name.endswith("(process_request_thread)") and thread.ident is not None:
+                thread.join(10)
+    assert len(fake.requests) == 1
+    assert "Traceback" not in capfd.readouterr().err
