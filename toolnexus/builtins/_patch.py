@@ -145,14 +145,27 @@ def _shown(text: str, *, quote: bool = True) -> str:
     return repr(cut) if quote else cut
 
 
+def _file_header(line: str) -> str | None:
+    """Return the file-header prefix ``line`` starts with, padding aside (as for Begin/End)."""
+    stripped = line.lstrip()
+    return next((p for p in (_ADD, _UPDATE, _DELETE) if stripped.startswith(p)), None)
+
+
 def _is_header(line: str) -> bool:
+    if _file_header(line) is not None:
+        return True
     return line.startswith("*** ") and not line.startswith((_EOF, _MOVE))
 
 
 def _header_path(line: str, prefix: str, number: int) -> str:
-    path = line[len(prefix) :].strip()
+    path = line.strip()[len(prefix) :].strip()
     if not path:
         raise PatchError(f"patch line {number}: '{prefix}' needs a file path.")
+    if path.endswith(("/", "\\")):
+        raise PatchError(
+            f"patch line {number}: {_shown(path)} ends with a path separator, so it names "
+            "a directory; give the path of a file."
+        )
     if len(path) > MAX_PATH:
         raise PatchError(f"patch line {number}: the path is too long ({len(path)} characters).")
     return path
@@ -180,11 +193,12 @@ class _Parser:
             self.pos += 1
             if not line.strip():
                 continue
-            if line.startswith(_ADD):
+            header = _file_header(line)
+            if header == _ADD:
                 ops.append(self.add(_header_path(line, _ADD, number)))
-            elif line.startswith(_DELETE):
+            elif header == _DELETE:
                 ops.append(self.delete(_header_path(line, _DELETE, number)))
-            elif line.startswith(_UPDATE):
+            elif header == _UPDATE:
                 ops.append(self.update(_header_path(line, _UPDATE, number)))
             else:
                 raise PatchError(
@@ -217,7 +231,7 @@ class _Parser:
 
     def update(self, path: str) -> UpdateFile:
         move_to = None
-        if self.pos < len(self.lines) - 1 and self.lines[self.pos].startswith(_MOVE):
+        if self.pos < len(self.lines) - 1 and self.lines[self.pos].lstrip().startswith(_MOVE):
             move_to = _header_path(self.lines[self.pos], _MOVE, self.pos + 1)
             self.pos += 1
         hunks = _parse_hunks(path, self.block())

@@ -324,3 +324,40 @@ def test_no_newline_marker_from_unified_diffs_is_ignored() -> None:
     (op,) = parse_patch(patch("*** Update File: a", "-x", "\\ No newline at end of file", "+y"))
     assert isinstance(op, UpdateFile)
     assert op.hunks[0].lines == (("-", "x"), ("+", "y"))
+
+
+@pytest.mark.parametrize("pad", ["  ", "\t", " "])
+def test_padded_file_headers_are_accepted_like_padded_markers(pad: str) -> None:
+    ops = parse_patch(
+        patch(
+            f"{pad}*** Update File: a.py",
+            f"{pad}*** Move to: b.py",
+            "-x",
+            "+y",
+            f"{pad}*** Add File: c.py",
+            "+z",
+            f"{pad}*** Delete File: d.py",
+        )
+    )
+    assert ops == [
+        UpdateFile("a.py", (Hunk((("-", "x"), ("+", "y"))),), move_to="b.py"),
+        AddFile("c.py", "z\n"),
+        DeleteFile("d.py"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "*** Add File: newdir/",
+        "*** Update File: src/",
+        "*** Delete File: old/",
+        "*** Add File: x\\",
+    ],
+)
+def test_a_path_ending_in_a_separator_is_refused(header: str) -> None:
+    body = [header, "+x"] if "Add" in header else [header]
+    if "Update" in header:
+        body += ["-a", "+b"]
+    with pytest.raises(PatchError, match="names a directory"):
+        parse_patch(patch(*body))
