@@ -150,10 +150,23 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
             if len(found) == limit:
                 more = True
                 break
-            found.append(f"{shown}:{number}:{clip(line, limits.max_line_length)}")
+            found.append(
+                _match_line(f"{shown}:{number}:", line, limits.max_line_length, limits.max_bytes)
+            )
         if more:
             break
     return _grep_report(found, limit, more, skipped, limits.max_lines, limits.max_bytes)
+
+
+def _match_line(prefix: str, line: str, most_chars: int, most_bytes: int) -> str:
+    """``prefix`` and ``line``, the line cut (and saying so) to fit both output caps."""
+    length = len(line)
+    line = clip(line, most_chars, "... [line truncated: {length} characters]")
+    room = most_bytes - len(prefix.encode("utf-8"))
+    if len(line.encode("utf-8")) > room:
+        kept = line.encode("utf-8")[: max(room - 60, 0)].decode("utf-8", errors="ignore")
+        line = f"{kept}... [line truncated: {length} characters, over the output cap]"
+    return prefix + line
 
 
 def _grep_report(
