@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,13 @@ def _limit(args: dict[str, Any]) -> int:
 class _Walker:
     """Walks a directory tree in sorted order, staying inside the allowed bases.
 
-    Each real directory is visited once (by device and inode), so a symlink to a
-    directory already walked, or a loop, adds nothing. Version-control directories are
-    never entered; `GENERATED_DIRS` only when the search base is inside one.
+    Iterative (a tree of any depth is fine) and through directory descriptors opened
+    without following symlinks (`Workspace.directory`), so a directory swapped for a
+    symlink during the walk is skipped rather than listed. A symlink found in a listing is
+    resolved and followed only when its target is allowed. Each real directory is visited
+    once (by device and inode), so a symlink to a directory already walked, or a loop,
+    adds nothing. Version-control directories are never entered; `GENERATED_DIRS` only
+    when the search base is inside one.
     """
 
     __slots__ = ("_bases", "_seen", "_skip", "workspace")
@@ -63,38 +68,70 @@ class _Walker:
             return True
         return any(real == base or base in real.parents for base in self._bases)
 
-    def files(self, base: Path) -> Iterator[tuple[Path, str]]:
-        """Yield ``(path, path relative to base)`` for every file under ``base``."""
-        try:
-            info = base.stat()
-        except OSError:
-            return
-        self._seen.add((info.st_dev, info.st_ino))
-        yield from self._walk(str(base), "")
+    def files(self, base: Path) -> Iterator[tuple[Path, str, Path]]:
+        """Yield ``(shown path, path relative to base, real path)`` for files under ``base``."""
+        stack = [self._entries(base, base)]
+        while stack:
+            entry = next(stack[-1], None)
+            if entry is None:
+                stack.pop()
+            elif entry[0]:
+                _, shown, real = entry
+                stack.append(self._entries(real, shown))
+            else:
+                _, shown, real = entry
+                yield shown, shown.relative_to(base).as_posix(), real
 
-    def _walk(self, directory: str, prefix: str) -> Iterator[tuple[Path, str]]:
+    def _entries(self, real: Path, shown: Path) -> Iterator[tuple[bool, Path, Path]]:
+        """``(is a directory, shown path, real path)`` of each entry of ``real``, sorted."""
         try:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            try:
-                if entry.is_symlink() and not self.allowed(Path(entry.path).resolve()):
-                    continue
-                if entry.is_dir():
-                    if entry.name in self._skip:
-                        continue
-                    info = entry.stat()
-                    key = (info.st_dev, info.st_ino)
-                    if key in self._seen:  # a symlink loop, or a tree already walked
-                        continue
-                    self._seen.add(key)
-                    yield from self._walk(entry.path, f"{prefix}{entry.name}/")
-                elif entry.is_file():
-                    yield Path(entry.path), prefix + entry.name
-            except (OSError, RuntimeError):
-                continue
+            with self.workspace.directory(real) as fd:
+                info = os.fstat(fd)
+                if (info.st_dev, info.st_ino) in self._seen:
+                    return iter(())  # a symlink loop, or a tree already walked
+                self._seen.add((info.st_dev, info.st_ino))
+                with os.scandir(fd) as scan:
+                    listed = sorted(scan, key=lambda e: e.name)
+                found = [self._classify(entry, real, shown) for entry in listed]
+        except (OSError, ToolError):
+            return iter(())
+        return iter([item for item in found if item is not None])
+
+    def _classify(
+        self, entry: os.DirEntry[str], real: Path, shown: Path
+    ) -> tuple[bool, Path, Path] | None:
+        try:
+            target = real / entry.name
+            if entry.is_symlink():
+                target = target.resolve()
+                if not self.allowed(target):
+                    return None
+                kind = target.stat().st_mode
+            else:
+                kind = entry.stat(follow_symlinks=False).st_mode
+        except (OSError, RuntimeError):
+            return None
+        if stat.S_ISDIR(kind):
+            if entry.name in self._skip:
+                return None
+            return True, shown / entry.name, target
+        if stat.S_ISREG(kind):
+            return False, shown / entry.name, target
+        return None
+
+
+def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
+    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None."""
+    try:
+        fd = workspace.open_file(real)
+    except (OSError, ToolError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > most:
+            return None
+        raw = handle.read(most + 1)
+    return None if len(raw) > most else decode_text(raw)
 
 
 def _glob(pattern: str, field: str) -> GlobPattern:
@@ -126,22 +163,16 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     base = _search_base(workspace, args)
     limits = settings.limits
     if base.is_file():
-        candidates: Iterator[tuple[Path, str]] = iter([(base, base.name)])
+        candidates: Iterator[tuple[Path, str, Path]] = iter([(base, base.name, base)])
     else:
         candidates = _Walker(workspace, base).files(base)
     found: list[str] = []
     skipped = 0
     more = False
-    for path, relative in candidates:
+    for path, relative, real in candidates:
         if include is not None and not include.matches(relative):
             continue
-        try:
-            if path.stat().st_size > limits.max_read_bytes:
-                skipped += 1
-                continue
-            text = decode_text(path.read_bytes())
-        except OSError:
-            text = None
+        text = _read_text(workspace, real, limits.max_read_bytes)
         if text is None:
             skipped += 1
             continue
@@ -202,7 +233,7 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
         raise ToolError(f"Search path {args.get('path')!r} is a file, not a directory.")
     found: list[str] = []
     more = False
-    for path, relative in _Walker(workspace, base).files(base):
+    for path, relative, _ in _Walker(workspace, base).files(base):
         if matcher.matches(relative):
             if len(found) == limit:
                 more = True
