@@ -11,9 +11,16 @@ outside the workspace (and the read-only skill directories). Output is capped.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import json
 import os
 import re
 import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +32,6 @@ from toolnexus.builtins._match import (
     VCS_DIRS,
     GlobPattern,
     decode_text,
-    matching_lines,
 )
 from toolnexus.builtins._output import cap, clip
 from toolnexus.builtins._workspace import Workspace
@@ -153,11 +159,80 @@ def _search_base(workspace: Workspace, args: dict[str, Any]) -> Path:
     return base
 
 
-def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any]) -> str:
-    try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
+_WORKER = str(Path(__file__).with_name("_regex_worker.py"))
+
+
+class _Stopped(Exception):
+    """The matcher process was stopped (the call timed out or was cancelled)."""
+
+
+class _Matcher:
+    """Python ``re`` matching in a child process, so that `stop` can end a runaway pattern.
+
+    A backtracking pattern on a long line holds the GIL until it ends; in a child process
+    it freezes nothing here, and killing the child ends it (see `_regex_worker`).
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = pattern
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._stopped:
+                raise _Stopped
+            if self._process is None:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-I", "-S", _WORKER],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+                self._send(self._process, json.dumps(self._pattern).encode() + b"\n")
+            return self._process
+
+    @staticmethod
+    def _send(process: subprocess.Popen[bytes], data: bytes) -> None:
+        assert process.stdin is not None
+        try:
+            process.stdin.write(data)
+            process.stdin.flush()
+        except (OSError, ValueError):
+            raise _Stopped from None
+
+    def lines(self, text: str, most: int) -> list[tuple[int, str]]:
+        """Return at most ``most`` ``(line number, line)`` pairs of ``text`` that match."""
+        process = self._start()
+        data = text.encode("utf-8")
+        self._send(process, json.dumps([len(data), most]).encode() + b"\n" + data)
+        assert process.stdout is not None
+        try:
+            reply = process.stdout.readline()
+        except (OSError, ValueError):
+            reply = b""
+        if not reply:
+            raise _Stopped
+        return [(number, line) for number, line in json.loads(reply)]
+
+    def stop(self) -> None:
+        """Kill the child process (if any) and release its pipes; later calls fail."""
+        with self._lock:
+            self._stopped = True
+            process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+
+
+def _run_grep(
+    settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any], matcher: _Matcher
+) -> str:
     limit = _limit(args)
     include = _glob(args["include"], "include") if args.get("include") else None
     base = _search_base(workspace, args)
@@ -177,7 +252,7 @@ def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
             skipped += 1
             continue
         shown = workspace.display(path)
-        for number, line in matching_lines(text, regex):
+        for number, line in matcher.lines(text, limit + 1 - len(found)):
             if len(found) == limit:
                 more = True
                 break
@@ -268,8 +343,27 @@ def _search_handler(
 
 
 def grep_handler(settings: BuiltinSettings) -> Handler:
-    """Return the handler of the ``grep`` tool for ``settings``' workspace."""
-    return _search_handler(_run_grep, settings)
+    """Return the handler of the ``grep`` tool for ``settings``' workspace.
+
+    The handler is async: the search runs on a thread and the matching in a child process
+    (`_Matcher`), and when the call times out or is cancelled the child is killed, so a
+    catastrophic pattern neither freezes the event loop nor outlives its call.
+    """
+    workspace = Workspace(settings)
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            re.compile(args["pattern"])
+        except re.error as exc:
+            raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
+        matcher = _Matcher(args["pattern"])
+        try:
+            run = functools.partial(_run_grep, settings, workspace, args, matcher)
+            return ToolResult(await asyncio.to_thread(run))
+        finally:
+            matcher.stop()
+
+    return handler
 
 
 def glob_handler(settings: BuiltinSettings) -> Handler:

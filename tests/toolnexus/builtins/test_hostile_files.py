@@ -7,6 +7,7 @@ with a symlink to a directory outside it; after the fix no call may touch the ou
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
@@ -217,3 +218,36 @@ def test_read_counts_characters_of_a_long_line_across_chunks(tmp_path: Path) -> 
         "00002| ééé... [line truncated: 100000 characters]",
         "00003| las... [line truncated: 4 characters]",
     ]
+
+
+async def test_a_catastrophic_grep_pattern_does_not_freeze_the_loop_and_times_out(
+    tmp_path: Path,
+) -> None:
+    # Backtracking `(a+)+$` on this line takes Python's `re` many seconds, holding the GIL.
+    (tmp_path / "a.txt").write_text("a" * 27 + "b\n")
+    tk = tn.build(root=tmp_path)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        result = await tn.execute_async(
+            tk, "grep", {"pattern": "(a+)+$"}, tn.ToolContext(timeout=1)
+        )
+    finally:
+        ticker.cancel()
+    assert result.is_error
+    assert result.output == "Tool 'grep' timed out after 1 s."
+    assert ticks >= 20  # the loop kept turning while the pattern ran
+
+
+async def test_grep_keeps_python_re_syntax_in_its_matcher(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("abab\nabcd\nxyxy\n")
+    tk = tn.build(root=tmp_path)
+    result = await tn.execute_async(tk, "grep", {"pattern": r"^(\w\w)\1$|c(?=d)"})
+    assert result.output == "a.txt:1:abab\na.txt:2:abcd\na.txt:3:xyxy"
