@@ -157,6 +157,7 @@ def build(
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
     isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
 
@@ -176,6 +177,8 @@ def build(
             ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes everything).
         isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace,
             so they can see (and read the environment of) the agent's process.
+        allow_private_network: ``True`` lets ``webfetch`` reach loopback, private and
+            link-local addresses (local development).
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
@@ -209,7 +212,7 @@ def build(
         limits,
         skill_files,
         hidden_env,
-        {"isolate_shell": isolate_shell},
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
     )
     if mcp is None:
         return plan.assemble((), ())
@@ -231,6 +234,7 @@ async def build_async(
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
     isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Async `build`: connects MCP servers on the running event loop.
 
@@ -249,6 +253,7 @@ async def build_async(
         skill_files: How many sibling files the ``skill`` tool lists.
         hidden_env: Environment variables ``bash`` commands do not see.
         isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace.
+        allow_private_network: ``True`` lets ``webfetch`` reach private addresses.
 
     Returns:
         The `Toolkit`.
@@ -277,7 +282,7 @@ async def build_async(
         limits,
         skill_files,
         hidden_env,
-        {"isolate_shell": isolate_shell},
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
     )
     if mcp is None:
         return plan.assemble((), ())

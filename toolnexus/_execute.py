@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from toolnexus._schema import json_type
 from toolnexus.errors import ToolError, describe_failure
@@ -27,6 +28,7 @@ from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
 __all__ = ["execute", "execute_async"]
 
 _DEFAULT_CONTEXT = ToolContext()
+T = TypeVar("T")
 
 
 def _error(message: str) -> ToolResult:
@@ -54,7 +56,7 @@ def _as_result(name: str, value: object) -> ToolResult:
     )
 
 
-def _settle(future: asyncio.Future[object], value: object, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[Any], value: object, error: BaseException | None) -> None:
     if future.done():
         return
     if error is None:
@@ -132,17 +134,21 @@ def _reset_workers_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_workers_after_fork)
 
 
-async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    """Run a sync handler on a worker thread and await its outcome."""
+async def in_worker(func: Callable[[], T]) -> T:
+    """Run ``func`` on a daemon worker thread and await its outcome.
+
+    Unlike ``asyncio.to_thread``, a ``func`` still running when the caller gives up
+    (a timeout) holds neither ``asyncio.run`` nor interpreter exit.
+    """
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
+    future: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
 
     def job() -> None:
         value: object = None
         error: BaseException | None = None
         try:
-            value = context.run(tool.handler, args, ctx)
+            value = context.run(func)
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) or _passes_through(exc) else _Escaped(exc)
         # A closed loop means the caller gave up on this call long ago.
@@ -151,6 +157,11 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
 
     _WORKERS.submit(job)
     return await future
+
+
+async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    """Run a sync handler on a worker thread and await its outcome."""
+    return await in_worker(functools.partial(tool.handler, args, ctx))
 
 
 async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:

@@ -53,6 +53,9 @@ class BuiltinSettings:
     """Run each ``bash`` command in its own PID namespace (bubblewrap), so it cannot see
     the agent's process (its environment holds the API key); ``False`` runs commands
     plainly. Without a working ``bwrap`` commands run plainly, with a logged warning."""
+    allow_private_network: bool = False
+    """Let ``webfetch`` reach loopback, private, link-local and unspecified addresses
+    (local development); by default only public addresses are fetched."""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]
