@@ -173,6 +173,29 @@ def test_the_option_allows_internal_addresses(tmp_path: Path, servers: tuple[int
     assert fetch(tk, f"http://127.1:{port}/").output == SECRET
 
 
+def test_the_connection_goes_to_the_address_that_was_checked(
+    tk: Toolkit,
+    servers: tuple[int, str],
+    public_is_public: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The name resolves once, to the stand-in public address. Were it resolved again at
+    # connect time (where a rebinding DNS server could answer 127.0.0.1), the test's
+    # network guard would refuse the lookup and the fetch would fail.
+    _, public = servers
+    port = public.rsplit(":", 1)[1]
+    looked_up: list[str] = []
+
+    async def resolve(url: object, *, required: bool) -> list[ipaddress.IPv4Address]:
+        looked_up.append(str(url))
+        return [ipaddress.IPv4Address("127.0.0.2")]
+
+    monkeypatch.setattr(_netguard, "_resolve", resolve)
+    result = fetch(tk, f"http://rebind.example:{port}/to/127.0.0.1")
+    assert result.output.startswith(f"Refused to fetch http://127.0.0.1:{servers[0]}/: ")
+    assert looked_up == [f"http://rebind.example:{port}/to/127.0.0.1"]
+
+
 def test_public_addresses_pass_the_check() -> None:
     for text in ("8.8.8.8", "2001:4860:4860::8888", "1.1.1.1"):
         assert _netguard.non_public(ipaddress.ip_address(text)) is None
