@@ -32,11 +32,11 @@ PAGES = {
 }
 
 
-class _Internal(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = SECRET.encode()
+class _Quiet(BaseHTTPRequestHandler):
+    def send_body(self, content_type: str, text: str) -> None:
+        body = text.encode()
         self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -45,7 +45,12 @@ class _Internal(BaseHTTPRequestHandler):
         pass
 
 
-class _Public(BaseHTTPRequestHandler):
+class _Internal(_Quiet):
+    def do_GET(self) -> None:
+        self.send_body("text/plain", SECRET)
+
+
+class _Public(_Quiet):
     internal_port: int
 
     def do_GET(self) -> None:
@@ -68,15 +73,7 @@ class _Public(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 time.sleep(0.2)
         else:
-            body = PAGES[self.path].encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+            self.send_body("text/html", PAGES[self.path])
 
 
 def _serve(address: str, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
