@@ -107,7 +107,8 @@ class Agent:
             retry: How failed model calls are retried (`RetryPolicy()` by default).
             config: More ``GenerateContentConfig`` fields (``temperature``,
                 ``thinking_config``, ...).
-            tool_timeout: Seconds per tool call; ``None`` for no limit.
+            tool_timeout: Seconds per tool call; ``None`` for no limit beyond each
+                tool's own ``Tool.timeout``.
             deadline: Seconds for a whole run; ``None`` for no limit.
             malformed_retries: Re-asks after a malformed or unexpected function call.
             empty_retries: Re-asks after an empty response.

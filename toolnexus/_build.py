@@ -101,6 +101,7 @@ def _settings(
     confine: bool,
     limits: Limits | None,
     hidden_env: Iterable[str] | None = None,
+    switches: Mapping[str, bool] | None = None,
 ) -> BuiltinSettings:
     base = Path(root) if root is not None else Path.cwd()
     if not base.exists():
@@ -113,6 +114,7 @@ def _settings(
         confine=confine,
         limits=limits or Limits(),
         hidden_env=DEFAULT_HIDDEN_ENV if hidden_env is None else frozenset(hidden_env),
+        **(switches or {}),
     )
 
 
@@ -126,10 +128,11 @@ def _plan(
     limits: Limits | None,
     skill_files: int,
     hidden_env: Iterable[str] | None,
+    switches: Mapping[str, bool] | None = None,
 ) -> _Plan:
     if isinstance(hidden_env, str):
         raise ConfigError("hidden_env must be a collection of variable names, not one string")
-    settings = _settings(root, skill_dirs, confine, limits, hidden_env)
+    settings = _settings(root, skill_dirs, confine, limits, hidden_env, switches)
     own = {tool.name for tool in tools}  # one of your tools replaces the built-in it names
     builtin_tools = [
         BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
@@ -153,6 +156,8 @@ def build(
     limits: Limits | None = None,
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
+    isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
 
@@ -170,6 +175,10 @@ def build(
         skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
         hidden_env: Environment variables ``bash`` commands do not see; default
             ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes everything).
+        isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace,
+            so they can see (and read the environment of) the agent's process.
+        allow_private_network: ``True`` lets ``webfetch`` reach loopback, private and
+            link-local addresses (local development).
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
@@ -203,6 +212,7 @@ def build(
         limits,
         skill_files,
         hidden_env,
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
     )
     if mcp is None:
         return plan.assemble((), ())
@@ -223,6 +233,8 @@ async def build_async(
     limits: Limits | None = None,
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
+    isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Async `build`: connects MCP servers on the running event loop.
 
@@ -240,6 +252,8 @@ async def build_async(
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists.
         hidden_env: Environment variables ``bash`` commands do not see.
+        isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace.
+        allow_private_network: ``True`` lets ``webfetch`` reach private addresses.
 
     Returns:
         The `Toolkit`.
@@ -258,7 +272,18 @@ async def build_async(
 
     skill_dirs = _skill_dirs(skills)
     found = await asyncio.to_thread(_discover, skill_dirs) if skill_dirs else []
-    plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files, hidden_env)
+    plan = _plan(
+        skill_dirs,
+        found,
+        builtins,
+        tools,
+        root,
+        confine,
+        limits,
+        skill_files,
+        hidden_env,
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
+    )
     if mcp is None:
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp_async

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from toolnexus._docstring import parse_docstring
 from toolnexus.errors import ArgumentError, ConfigError
-from toolnexus.tool import Tool, ToolContext, ToolResult
+from toolnexus.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import pydantic
@@ -381,7 +381,11 @@ def _is_async(fn: _Fn) -> bool:
 
 
 def _make_tool(
-    fn: _Fn, name: str | None, description: str | None, caller: FrameType | None
+    fn: _Fn,
+    name: str | None,
+    description: str | None,
+    caller: FrameType | None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -396,16 +400,29 @@ def _make_tool(
         input_schema=_LazySchema(spec),
         source="native",
         validate=spec.validate,
+        timeout=timeout,
     )
 
 
 @overload
-def define_tool(fn: _Fn, /, *, name: str | None = None, description: str | None = None) -> Tool: ...
+def define_tool(
+    fn: _Fn,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+) -> Tool: ...
 
 
 @overload
 def define_tool(
-    fn: None = None, /, *, name: str | None = None, description: str | None = None
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -415,6 +432,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -447,6 +465,8 @@ def define_tool(
         name: The tool's name; default: the function's ``__name__``.
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
+        timeout: Seconds a call may run (default `DEFAULT_TOOL_TIMEOUT`, five minutes);
+            ``None`` for no limit of the tool's own.
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -469,7 +489,7 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1))
+            return _make_tool(inner, name, description, sys._getframe(1), timeout)
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1))
+    return _make_tool(fn, name, description, sys._getframe(1), timeout)

@@ -49,6 +49,13 @@ class BuiltinSettings:
     hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV
     """Environment variables ``bash`` commands do not see (so ``echo $GEMINI_API_KEY``
     cannot put the key into the transcript); ``frozenset()`` passes everything."""
+    isolate_shell: bool = True
+    """Run each ``bash`` command in its own PID namespace (bubblewrap), so it cannot see
+    the agent's process (its environment holds the API key); ``False`` runs commands
+    plainly. Without a working ``bwrap`` commands run plainly, with a logged warning."""
+    allow_private_network: bool = False
+    """Let ``webfetch`` reach loopback, private, link-local and unspecified addresses
+    (local development); by default only public addresses are fetched."""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]

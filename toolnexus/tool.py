@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "ArgumentError",
+    "DEFAULT_TOOL_TIMEOUT",
     "Handler",
     "Request",
     "Tool",
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+DEFAULT_TOOL_TIMEOUT = 300.0
+"""Seconds a tool call may run (five minutes) unless its `Tool` sets another ``timeout``."""
 
 
 def sanitize(name: str) -> str:
@@ -112,7 +116,8 @@ class ToolContext:
     """What a tool's handler receives besides its arguments."""
 
     timeout: float | None = None
-    """Seconds the call may run before `execute` gives up on it (``None``: no limit)."""
+    """Seconds the call may run before `execute` gives up on it (``None``: no limit of
+    the caller's). The tool's own `Tool.timeout` applies as well: the first to pass wins."""
     call_id: str | None = None
     """The model's id for this call, when it sent one."""
     answer: Answer | None = None
@@ -165,9 +170,21 @@ class Tool:
     """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
     """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT
+    """Seconds a call may run before `execute` ends it with an error result (default
+    `DEFAULT_TOOL_TIMEOUT`, five minutes); ``None`` for no limit of the tool's own. The
+    caller's ``ToolContext.timeout`` (the agent's ``tool_timeout``) applies as well."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))
+        limit = self.timeout
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0
+        ):
+            raise ConfigError(
+                f"tool {self.name!r}: timeout must be a positive number of seconds or None, "
+                f"not {limit!r}"
+            )
 
 
 class Resource(Protocol):
