@@ -111,7 +111,8 @@ class Agent:
             deadline: Seconds for a whole run; ``None`` for no limit.
             malformed_retries: Re-asks after a malformed or unexpected function call.
             empty_retries: Re-asks after an empty response.
-            repeat_limit: Turns in a row with the very same calls before the run is stopped.
+            repeat_limit: Turns in a row with the very same calls, which kept returning the
+                very same results, before the run is stopped.
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).

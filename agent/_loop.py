@@ -36,7 +36,7 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide, record_results
 from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
@@ -191,6 +191,8 @@ class Run:
             if pending is not None:  # already saved, with the turn
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
+            ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
+            self.streaks = record_results(self.streaks, step.calls, ran)
         yield await self._end(self.result("incomplete", limit="max_turns"))
 
     def _keep(self, response: ModelResponse) -> None:

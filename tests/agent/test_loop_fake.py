@@ -161,6 +161,23 @@ async def test_finish_policy(fakes, script, status, limit, reason):
     assert (result.status, result.limit, result.reason) == (status, limit, reason)
 
 
+async def test_a_no_argument_call_with_new_results_each_turn_runs_to_the_answer(fakes):
+    # As in recorded Gemini 3 traffic: generate_topic() once per turn, a new topic each
+    # time, four turns, then the answer. Not a loop: the results differ.
+    topics = iter(["tides", "bees", "glaciers", "comets"])
+    tk = toolkit([Tool("generate_topic", lambda a, c: next(topics), "A topic.", {})])
+    calls = [reply(function_call("generate_topic", {})) for _ in range(4)]
+    fake = fake_of(fakes, [*calls, "Four topics: tides, bees, glaciers, comets."])
+    result = await agent_on(fake, tk, model="gemini-3-flash-preview").run("Four topics.")
+    assert (result.status, result.limit, result.turns) == ("completed", None, 5)
+    assert [call.result.output for call in result.tool_calls] == [
+        "tides",
+        "bees",
+        "glaciers",
+        "comets",
+    ]
+
+
 async def test_max_turns(fakes):
     fake = fake_of(fakes, [function_call("echo", {"text": str(n)}) for n in range(2)])
     result = await agent_on(fake, echo_toolkit(), max_turns=2).run("go")
