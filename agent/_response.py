@@ -41,6 +41,9 @@ class ModelResponse:
     """The thought-summary text parts, in order."""
     texts: list[str] = field(default_factory=list)
     """The visible text parts, in order."""
+    media: list[types.Part] = field(default_factory=list)
+    """The parts that hold data rather than text (``inlineData``, ``fileData``): an image
+    model's picture, a generated file. They are part of the answer like text is."""
     finish_reason: str | None = None
     """The candidate's ``finishReason``."""
     block_reason: str | None = None
@@ -60,15 +63,19 @@ def parse(response: types.GenerateContentResponse) -> ModelResponse:
     content = candidate.content if candidate is not None else None
     texts: list[str] = []
     thoughts: list[str] = []
+    media: list[types.Part] = []
     for part in (content.parts if content is not None else None) or ():
         if part.function_call is None and part.text:
             (thoughts if part.thought else texts).append(part.text)
+        elif part.inline_data is not None or part.file_data is not None:
+            media.append(part)
     return ModelResponse(
         content=content if content is not None and content.parts else None,
         calls=calls_of(content) if content is not None else [],
         text="".join(texts),
         thoughts=thoughts,
         texts=texts,
+        media=media,
         finish_reason=_name(candidate.finish_reason) if candidate is not None else None,
         block_reason=_name(feedback.block_reason) if feedback is not None else None,
         usage=_usage(response.usage_metadata),
