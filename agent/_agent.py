@@ -210,6 +210,7 @@ class Agent:
             ConfigurationError: No prompt and no history, both ``history`` and ``session``,
                 a bad history, or an ``answer`` the history does not wait for.
             SessionBusyError: Another run holds the same session.
+            TypeError: ``prompt`` is not a ``str``.
         """
         result: RunResult | None = None
         events = self._events(prompt, history, answer, session, streaming=False)

@@ -29,6 +29,7 @@ from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._contents import (
     Content,
+    check_prompt,
     function_responses,
     pending_requests,
     replace_response,
@@ -118,6 +119,8 @@ class Run:
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+        if prompt is not None:
+            check_prompt(prompt)
         self.settings = settings
         """The agent's settings."""
         self.prompt = prompt
