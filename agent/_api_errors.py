@@ -49,7 +49,7 @@ def _describe(exc: BaseException) -> ErrorInfo | None:
     if isinstance(exc, httpx.TimeoutException):
         return ErrorInfo(None, "TIMEOUT", f"{type(exc).__name__}: {exc}", retryable=True)
     if isinstance(exc, httpx.TransportError):
-        return ErrorInfo(None, "NETWORK_ERROR", f"{type(exc).__name__}: {exc}", retryable=True)
+        return ErrorInfo(None, "NETWORK_ERROR", _network_message(exc), retryable=True)
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         return ErrorInfo(None, "UNKNOWN_RESPONSE", str(exc), retryable=False)
     if isinstance(exc, RecursionError | ValueError):
@@ -57,6 +57,20 @@ def _describe(exc: BaseException) -> ErrorInfo | None:
         # is not JSON, or nested too deeply for Python to walk): the reply is unusable.
         return unreadable(exc)
     return None
+
+
+def _network_message(exc: httpx.TransportError) -> str:
+    """Say what failed, against which host, and what to check: one line."""
+    try:
+        host = exc.request.url.host
+    except RuntimeError:  # an error raised without its request
+        host = ""
+    detail = str(exc).splitlines()[0] if str(exc) else "no detail"
+    target = f"could not reach {host}" if host else "the connection failed"
+    return (
+        f"{target} ({type(exc).__name__}: {detail}); check the network connection, "
+        "a proxy (HTTPS_PROXY) and the endpoint (base_url= or GOOGLE_GEMINI_BASE_URL)"
+    )
 
 
 def unreadable(exc: BaseException) -> ErrorInfo:

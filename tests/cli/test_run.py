@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
+from agent import RetryPolicy, _agent
 from agent.testing import FakeGemini, blocked, error, function_call, reply
 from tests.cli.conftest import Cli, CliProcess, Hold, cli_env
 
@@ -249,3 +252,22 @@ def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
 
     assert issubclass(CliError, ConfigurationError) and issubclass(CliError, AgentError)
     assert CliError("--x: bad").code == EXIT_USAGE
+
+
+def test_run_without_network_ends_in_one_line_and_exit_1(cli: Cli, monkeypatch) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        monkeypatch.setattr(_agent, "RetryPolicy", partial(RetryPolicy, sleep=no_wait))
+        code, out, err = cli("run", "--no-builtins", "hi")
+    assert (code, out) == (1, "")
+    *retries, last = err.splitlines()
+    assert len(retries) == 4
+    assert all(r.startswith("(model call failed: NETWORK_ERROR; retrying after ") for r in retries)
+    assert last.startswith("error: Gemini call failed after 5 attempts: NETWORK_ERROR: could not ")
+    assert "check the network connection" in last
+
+
+async def no_wait(seconds: float) -> None:
+    return None
