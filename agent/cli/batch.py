@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import RunError
@@ -142,8 +142,10 @@ def load_tasks(path: str | Path) -> list[Task]:
         data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"batch: cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:
         raise CliError(f"batch: {path} is not valid YAML: {exc}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise CliError(f"batch: {yaml_problem(path, exc)}") from None
     defaults: Mapping[str, Any] = {}
     if isinstance(data, Mapping):
         unknown = set(data) - {"defaults", "tasks"}

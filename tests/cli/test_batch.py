@@ -185,6 +185,35 @@ def test_bad_task_files_are_usage_errors(cli: Cli, workdir: Path) -> None:
     assert not (workdir / "o.jsonl").exists()
 
 
+def test_yaml_syntax_errors_are_one_line_with_file_line_and_column(cli: Cli, workdir: Path) -> None:
+    (workdir / "bad.yaml").write_text("tasks:\n  - id: a\n    prompt: [unclosed\n", "utf-8")
+    code, out, err = cli("batch", "bad.yaml", "--out", "o.jsonl")
+    assert (code, out) == (2, "")
+    assert err == (
+        "batch: bad.yaml:4:1: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence)\n"
+    )
+    code, _, err = cli("run", "--fake", "bad.yaml", "hi")
+    assert code == 2
+    assert err.splitlines() == [err.strip()] and err.startswith("--fake: bad.yaml:4:1: ")
+
+
+def test_a_deeply_nested_tasks_file_is_one_line(cli: Cli, workdir: Path) -> None:
+    (workdir / "deep.yaml").write_text("[" * 5000 + "]" * 5000 + "\n", "utf-8")
+    code, _, err = cli("batch", "deep.yaml", "--out", "o.jsonl")
+    assert code == 2
+    assert (
+        err == "batch: deep.yaml: nested too deeply to read (lists or mappings inside each other)\n"
+    )
+    code, _, err = cli("run", "--fake", "deep.yaml", "hi")
+    assert code == 2
+    assert (
+        err
+        == "--fake: deep.yaml: nested too deeply to read (lists or mappings inside each other)\n"
+    )
+    assert not (workdir / "o.jsonl").exists()
+
+
 def test_progress_bar_on_a_terminal(workdir: Path) -> None:
     _write_tasks(workdir / "tasks.yaml", 3)
     fake = FakeGemini(_answer_by_prompt())
