@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -12,8 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from agent.cli import main
 from agent.testing import FakeGemini, delay, error
 from agent.testing._replies import ReplyLike
 from tests.cli.conftest import Cli, Hold, cli_env, wait_for_request_handlers
@@ -257,3 +260,80 @@ def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     assert retry + "[1/1] flaky completed" in err
     (record,) = _records(workdir / "r.jsonl")
     assert record["text"] == "done" and len(fake.requests) == 2
+
+
+def _start_held_batch(workdir: Path, server: Any, fake: FakeGemini) -> subprocess.Popen[str]:
+    """Start ``batch`` in a subprocess; return once its first request reached the fake."""
+    first = subprocess.Popen(
+        [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "1")],
+        cwd=workdir,
+        env=cli_env(server),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not fake.requests:
+        assert first.poll() is None, "the batch ended before its first request"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return first
+
+
+def test_ctrl_c_says_interrupted_once_and_exits_130(workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 3)
+    hold = Hold()
+    fake = FakeGemini(hold.reply("late"))
+    with fake.serve() as server:
+        first = _start_held_batch(workdir, server, fake)
+        try:
+            first.send_signal(signal.SIGINT)
+            _, err = first.communicate(timeout=60)
+        finally:
+            hold.release()
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+    assert first.returncode == 130, err
+    assert err.count("interrupted") == 1, err
+    assert err.endswith("interrupted: 0 tasks recorded this run; run again to resume\n")
+
+
+def test_a_second_batch_on_the_same_output_refuses_to_start(cli: Cli, workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 3)
+    hold = Hold()
+    fake = FakeGemini(hold.reply("answer"))
+    with fake.serve() as server:
+        first = _start_held_batch(workdir, server, fake)
+        try:
+            code, _, err = cli(*_batch("out.jsonl"), server=server)
+            assert code == 2
+            assert err == (
+                "batch: out.jsonl is in use by another batch; wait for it to finish, or write "
+                "to another --out file\n"
+            )
+            assert len(fake.requests) == 1  # the second batch ran nothing
+        finally:
+            hold.release()
+            first.communicate(timeout=60)
+    assert first.returncode == 0
+    assert sorted(r["id"] for r in _records(workdir / "out.jsonl")) == ["t00", "t01", "t02"]
+
+
+def test_batch_help_has_one_exit_code_list_and_says_the_last_line_wins(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["batch", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.count("exit code") == 1
+    assert "3 pending" not in text and "4 incomplete" not in text  # codes batch never ends with
+    assert "the last line for an id is its result" in text
+
+
+def test_a_retried_task_counts_by_its_last_line(cli: Cli, workdir: Path) -> None:
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "a", "prompt": "go"}]), "utf-8")
+    fake = FakeGemini([error(400, "INVALID_ARGUMENT", "no"), "done"])
+    with fake.serve() as server:
+        assert cli(*_batch("r.jsonl"), server=server)[0] == 1
+        code, _, err = cli(*_batch("r.jsonl", "--retry-failed"), server=server)
+    assert code == 0, err
+    assert [r["status"] for r in _records(workdir / "r.jsonl")] == ["failed", "completed"]
+    assert err.endswith("1 tasks: 1 completed; results in r.jsonl\n")
