@@ -113,7 +113,7 @@ def command(args: argparse.Namespace) -> int:
 
 def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
     """Talk until Ctrl-D or ``/exit``; return the exit code of the last turn."""
-    from agent import SessionBusyError
+    from agent import SessionError
 
     out, err = sys.stdout, sys.stderr
     printer = EventPrinter(out, err)
@@ -147,7 +147,7 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             err.write(f"error: {exc}\n")
             code = EXIT_FAILED
             continue
-        except (ConfigurationError, SessionBusyError) as exc:
+        except (ConfigurationError, SessionError) as exc:
             raise CliError(f"chat: {exc}") from None
         code = exit_code(result)
         if result.status == "pending" and result.pending is not None:

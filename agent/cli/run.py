@@ -102,7 +102,7 @@ def command(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
 ) -> int:
-    from agent import SessionBusyError, SqliteStore
+    from agent import SessionError, SqliteStore
 
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
@@ -124,7 +124,7 @@ async def _run(
                 result = await stream_run(agent, prompt, printer, session=args.session)
         except RunError as exc:
             failed, result = str(exc), exc.result
-        except (ConfigurationError, SessionBusyError) as exc:
+        except (ConfigurationError, SessionError) as exc:
             raise CliError(f"run: {exc}") from None
         finally:
             if store is not None:
