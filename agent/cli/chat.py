@@ -40,7 +40,7 @@ examples:
   toolnexus-agent chat
   toolnexus-agent chat --skills ./skills --system "You are a terse assistant."
   toolnexus-agent chat --session work --store chats.db    # continue it another day
-  toolnexus-agent chat --fake examples/scenarios/demo.yaml
+  toolnexus-agent chat --fake examples/scenarios/chat.yaml  # say your name, then ask it
 
 keys: Enter sends a line; Ctrl-C cancels the answer in progress (the conversation so far
 is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation.

@@ -32,7 +32,8 @@ examples:
   toolnexus-agent run "How many Python files are in this folder?"
   toolnexus-agent run --skills ./skills --disable bash "Greet me with the hello skill"
   toolnexus-agent run --json "Summarise README.md" > result.json
-  toolnexus-agent run --fake examples/scenarios/weather.yaml "Weather in Paris?"
+  toolnexus-agent run --fake examples/scenarios/weather.yaml \\
+      --tools examples.weather_tools:TOOLS "What is the weather in Paris?"
   toolnexus-agent run --session s1 --store chats.db "Remember: my name is Ada"
   echo "a long prompt" | toolnexus-agent run -
 
