@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
+from agent.testing._signatures import SignatureBook, call_key, decode_signature, is_dummy
 
 __all__ = ["check_request", "normalize"]
 
@@ -470,10 +470,9 @@ def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> No
         if first is None:
             continue
         call = first["functionCall"]
-        key = (call.get("id"), call["name"])
         raw = first.get("thoughtSignature")
         if raw is None:
-            if key in book.unsigned:
+            if call_key(call) in book.unsigned:
                 continue
             raise _Invalid(
                 "Function call is missing a thought_signature in functionCall parts. This is "

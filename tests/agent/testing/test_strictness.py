@@ -558,3 +558,31 @@ def test_a_new_fake_refuses_corrupted_moved_or_foreign_signatures() -> None:
         expect_400(response, "Invalid/Corrupted thought signature")
     foreign = _resume(FakeGemini(["never"], signing_key="other"), [USER, model, results(model)])
     expect_400(foreign, "Invalid/Corrupted thought signature")
+
+
+# ------------------------------------------------------------------ per model family
+
+URL_2_5 = URL.replace("gemini-3-flash", "gemini-2.5-flash")
+
+
+@pytest.mark.parametrize("url", [URL, URL_2_5])
+def test_a_signature_echoed_on_a_call_whose_id_the_client_filled_in_passes(url: str) -> None:
+    # Recorded: other clients give id-less calls an id of their own and echo the signature;
+    # the real API accepted 66 such requests on gemini-2.5-flash, 2.5-pro and Gemini 3.
+    s = Session(reply(function_call("get_weather", {"city": "Paris"}, id=None)), "Sunny.")
+    model = s.post({"contents": [USER], "tools": TOOLS}, url).json()["candidates"][0]["content"]
+    assert "id" not in model["parts"][0]["functionCall"]
+    assert "thoughtSignature" in model["parts"][0]
+    model["parts"][0]["functionCall"]["id"] = "client-1"
+    expect_ok(s.post({"contents": [USER, model, results(model)], "tools": TOOLS}, url))
+
+
+def test_a_signature_stays_tied_to_the_calls_content() -> None:
+    s = Session(reply(function_call("get_weather", {"city": "Paris"}, id=None)), "Sunny.")
+    model = s.model_turn()
+    model["parts"][0]["functionCall"]["id"] = "client-1"
+    model["parts"][0]["functionCall"]["args"] = {"city": "Oslo"}
+    expect_400(
+        s.post({"contents": [USER, model, results(model)]}), "Invalid/Corrupted thought signature"
+    )
+
