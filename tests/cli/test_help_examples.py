@@ -95,6 +95,7 @@ def test_every_help_example_runs_as_written(cli: Cli, laid_out: Path, name: str)
             # resume example after it answers.
             expected = 3 if "Remember" in line else 0
             assert code == expected, f"{line}\n{err}"
+            assert "error:" not in err and "fake model:" not in err, f"{line}\n{err}"
             if target is not None:
                 (laid_out / target).write_text(out, "utf-8")
                 assert out.strip(), line
