@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -262,59 +264,61 @@ def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     assert record["text"] == "done" and len(fake.requests) == 2
 
 
-def _start_held_batch(workdir: Path, server: Any, fake: FakeGemini) -> subprocess.Popen[str]:
-    """Start ``batch`` in a subprocess; return once its first request reached the fake."""
-    first = subprocess.Popen(
-        [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "1")],
-        cwd=workdir,
-        env=cli_env(server),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not fake.requests:
-        assert first.poll() is None, "the batch ended before its first request"
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return first
+@contextmanager
+def _held_batch(
+    workdir: Path, answer: str
+) -> Iterator[tuple[subprocess.Popen[str], FakeGemini, Any]]:
+    """Run ``batch`` (3 tasks) in a subprocess whose replies are held back until the end.
+
+    Yields once its first request reached the fake; afterwards the replies are released and
+    a batch still running is waited for (or killed, if it does not end).
+    """
+    _write_tasks(workdir / "tasks.yaml", 3)
+    hold = Hold()
+    fake = FakeGemini(hold.reply(answer))
+    with fake.serve() as server:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "1")],
+            cwd=workdir,
+            env=cli_env(server),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not fake.requests:
+                assert first.poll() is None, "the batch ended before its first request"
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            yield first, fake, server
+        finally:
+            hold.release()
+            try:
+                first.communicate(timeout=60)
+            finally:
+                if first.poll() is None:
+                    first.kill()
+                    first.wait()
 
 
 def test_ctrl_c_says_interrupted_once_and_exits_130(workdir: Path) -> None:
-    _write_tasks(workdir / "tasks.yaml", 3)
-    hold = Hold()
-    fake = FakeGemini(hold.reply("late"))
-    with fake.serve() as server:
-        first = _start_held_batch(workdir, server, fake)
-        try:
-            first.send_signal(signal.SIGINT)
-            _, err = first.communicate(timeout=60)
-        finally:
-            hold.release()
-            if first.poll() is None:
-                first.kill()
-                first.wait()
+    with _held_batch(workdir, "late") as (first, _, _):
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=60)
     assert first.returncode == 130, err
     assert err.count("interrupted") == 1, err
     assert err.endswith("interrupted: 0 tasks recorded this run; run again to resume\n")
 
 
 def test_a_second_batch_on_the_same_output_refuses_to_start(cli: Cli, workdir: Path) -> None:
-    _write_tasks(workdir / "tasks.yaml", 3)
-    hold = Hold()
-    fake = FakeGemini(hold.reply("answer"))
-    with fake.serve() as server:
-        first = _start_held_batch(workdir, server, fake)
-        try:
-            code, _, err = cli(*_batch("out.jsonl"), server=server)
-            assert code == 2
-            assert err == (
-                "batch: out.jsonl is in use by another batch; wait for it to finish, or write "
-                "to another --out file\n"
-            )
-            assert len(fake.requests) == 1  # the second batch ran nothing
-        finally:
-            hold.release()
-            first.communicate(timeout=60)
+    with _held_batch(workdir, "answer") as (first, fake, server):
+        code, _, err = cli(*_batch("out.jsonl"), server=server)
+        assert code == 2
+        assert err == (
+            "batch: out.jsonl is in use by another batch; wait for it to finish, or write "
+            "to another --out file\n"
+        )
+        assert len(fake.requests) == 1  # the second batch ran nothing
     assert first.returncode == 0
     assert sorted(r["id"] for r in _records(workdir / "out.jsonl")) == ["t00", "t01", "t02"]
 
