@@ -259,10 +259,16 @@ async def test_over_a_real_loopback_server_with_the_default_client(fakes):
     assert fake.requests[1].function_responses[0]["response"]["output"] == "echo:net"
 
 
-async def test_an_answer_of_only_an_image_is_an_answer_kept_in_the_result(fakes):
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_answer_of_only_an_image_is_an_answer_kept_in_the_result(fakes, streaming):
     png = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
     fake = fake_of(fakes, [reply(png)])
-    result = await agent_on(fake, model="gemini-2.5-flash-image").run("Draw a cat.")
+    agent = agent_on(fake, model="gemini-2.5-flash-image")
+    if streaming:
+        events = [event async for event in agent.stream("Draw a cat.")]
+        result = events[-1].result
+    else:
+        result = await agent.run("Draw a cat.")
     assert (result.status, result.text, result.turns) == ("completed", "", 1)
     assert len(fake.requests) == 1  # not asked again: one generation billed
     assert result.contents[-1] == {"role": "model", "parts": [png]}
