@@ -256,6 +256,8 @@ class _Output:
     """
 
     def __init__(self, path: str | Path) -> None:
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block the open
+            raise CliError(f"batch: --out {path} is not a regular file; name a file to write to")
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:

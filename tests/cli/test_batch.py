@@ -341,3 +341,15 @@ def test_a_retried_task_counts_by_its_last_line(cli: Cli, workdir: Path) -> None
     assert code == 0, err
     assert [r["status"] for r in _records(workdir / "r.jsonl")] == ["failed", "completed"]
     assert err.endswith("1 tasks: 1 completed; results in r.jsonl\n")
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused_at_once(cli: Cli, workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 1)
+    os.mkfifo(workdir / "fifo.jsonl")
+    (workdir / "folder.jsonl").mkdir()
+    for name in ("fifo.jsonl", "folder.jsonl"):
+        code, _, err = cli(*_batch(name))
+        assert (code, err) == (
+            2,
+            f"batch: --out {name} is not a regular file; name a file to write to\n",
+        )
