@@ -112,7 +112,8 @@ class Agent:
             deadline: Seconds for a whole run; ``None`` for no limit.
             malformed_retries: Re-asks after a malformed or unexpected function call.
             empty_retries: Re-asks after an empty response.
-            repeat_limit: Turns in a row with the very same calls before the run is stopped.
+            repeat_limit: Turns in a row with the very same calls, which kept returning the
+                very same results, before the run is stopped.
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
@@ -210,6 +211,7 @@ class Agent:
             ConfigurationError: No prompt and no history, both ``history`` and ``session``,
                 a bad history, or an ``answer`` the history does not wait for.
             SessionBusyError: Another run holds the same session.
+            TypeError: ``prompt`` is not a ``str``.
         """
         result: RunResult | None = None
         events = self._events(prompt, history, answer, session, streaming=False)

@@ -29,6 +29,7 @@ from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._contents import (
     Content,
+    check_prompt,
     function_responses,
     pending_requests,
     replace_response,
@@ -36,7 +37,7 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide, record_results
 from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
@@ -118,6 +119,8 @@ class Run:
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+        if prompt is not None:
+            check_prompt(prompt)
         self.settings = settings
         """The agent's settings."""
         self.prompt = prompt
@@ -191,6 +194,8 @@ class Run:
             if pending is not None:  # already saved, with the turn
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
+            ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
+            self.streaks = record_results(self.streaks, step.calls, ran)
         yield await self._end(self.result("incomplete", limit="max_turns"))
 
     def _keep(self, response: ModelResponse) -> None:
