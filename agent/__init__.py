@@ -35,7 +35,9 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._cost import Cost
     from agent._declarations import DeclarationProblem
+    from agent._limits import UsageLimits
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
@@ -59,6 +61,8 @@ _LAZY = {
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
+    "Cost": "agent._cost",
+    "UsageLimits": "agent._limits",
 }
 
 
@@ -80,6 +84,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "HookError",
@@ -99,5 +104,6 @@ __all__ = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
 ]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._client import ClientSettings
+from agent._cost import price_table
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._limits import UsageLimits
 from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
@@ -82,6 +85,7 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -115,6 +119,9 @@ class Agent:
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
+                a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
+                ``run``/``stream`` take their own for one run.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -162,6 +169,7 @@ class Agent:
             retry=retry or RetryPolicy(),
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
+            usage_limits=_check_limits(model, usage_limits),
         )
 
     def __repr__(self) -> str:
@@ -174,6 +182,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
@@ -197,6 +206,7 @@ class Agent:
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
                 request a pending history waits on.
             session: The name of a conversation kept in the agent's ``store``.
+            usage_limits: Limits for this run, instead of the agent's.
 
         Returns:
             The `RunResult`: ``"completed"``, ``"pending"``, ``"blocked"`` or
@@ -211,7 +221,9 @@ class Agent:
             SessionBusyError: Another run holds the same session.
         """
         result: RunResult | None = None
-        events = self._events(prompt, history, answer, session, streaming=False)
+        events = self._events(
+            prompt, history, answer, session, streaming=False, usage_limits=usage_limits
+        )
         async with contextlib.aclosing(events):
             async for event in events:
                 if isinstance(event, DoneEvent):
@@ -226,6 +238,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run from synchronous code: `run` on a new event loop, with the same arguments.
 
@@ -249,7 +262,13 @@ class Agent:
 
         async def run_then_release() -> RunResult:
             try:
-                return await self.run(prompt, history=history, answer=answer, session=session)
+                return await self.run(
+                    prompt,
+                    history=history,
+                    answer=answer,
+                    session=session,
+                    usage_limits=usage_limits,
+                )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
                 await self._model.release_connections()
@@ -263,6 +282,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
@@ -290,7 +310,9 @@ class Agent:
             RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
                 ``SessionBusyError`` as for `run`.
         """
-        return self._events(prompt, history, answer, session, streaming=True)
+        return self._events(
+            prompt, history, answer, session, streaming=True, usage_limits=usage_limits
+        )
 
     @property
     def store(self) -> Store:
@@ -309,12 +331,18 @@ class Agent:
         session: str | None,
         *,
         streaming: bool,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events under its session (if any) and its deadline (if any)."""
         if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
+        settings = self._settings
+        if usage_limits is not None:
+            settings = dataclasses.replace(
+                settings, usage_limits=_check_limits(self.model, usage_limits)
+            )
         async with self._session(session) as (saved, save):
-            run = Run(self._settings, prompt, saved or history, answer, save, streaming=streaming)
+            run = Run(settings, prompt, saved or history, answer, save, streaming=streaming)
             events = run.events()
             deadline = self.deadline
             when = None if deadline is None else asyncio.get_running_loop().time() + deadline
@@ -378,3 +406,12 @@ def _check_options(
         raise ConfigurationError(f"repeat_limit must be at least 2, got {repeat_limit}")
     if invalid not in ("skip", "raise"):
         raise ConfigurationError(f"invalid_tools must be 'skip' or 'raise', got {invalid!r}")
+
+
+def _check_limits(model: str, limits: UsageLimits | None) -> UsageLimits | None:
+    if limits is not None and limits.cost_usd is not None and price_table().lookup(model) is None:
+        raise ConfigurationError(
+            f"UsageLimits(cost_usd=...) needs a price for {model!r}, and the price table has "
+            "none; limit tokens instead"
+        )
+    return limits

@@ -36,7 +36,9 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._cost import Cost, run_cost
+from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide
+from agent._limits import Spent, UsageLimits, over_after_turn, over_before_call
 from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
@@ -85,6 +87,8 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    usage_limits: UsageLimits | None = None
+    """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,8 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        self.extra_usage: list[Usage] = []
+        """Tokens of the run's model calls that are not turns (compaction summaries)."""
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -159,6 +165,10 @@ class Run:
         if self.prompt is not None:
             self.contents.append(user_content(self.prompt))
         while self.turns < self.settings.max_turns:
+            over = over_before_call(self.settings.usage_limits, self._spent())
+            if over is not None:  # the call is not made
+                yield await self._end(self.result("incomplete", limit=over))
+                return
             fetched: ModelResponse | Vetoed | None = None
             async with contextlib.aclosing(self._fetch()) as items:
                 async for item in items:
@@ -178,6 +188,8 @@ class Run:
             )
             if isinstance(step, AskAgain):
                 continue
+            if isinstance(step, RunCalls):
+                step = self._over_budget(step) or step
             if isinstance(step, Stop):
                 yield await self._stop(fetched, step)
                 return
@@ -431,6 +443,25 @@ class Run:
             await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
 
+    # -- budgets and cost -------------------------------------------------------------------
+
+    def _spent(self) -> Spent:
+        """Return what the run has used so far, as `UsageLimits` count it."""
+        limits = self.settings.usage_limits
+        usd = self._cost().usd if limits is not None and limits.cost_usd is not None else None
+        requests = self.turns + len(self.extra_usage)
+        return Spent(requests, self.usage, len(self.tool_calls), usd)
+
+    def _over_budget(self, step: RunCalls) -> Stop | None:
+        """Stop instead of running ``step``'s calls when the turn went past a usage limit."""
+        over = over_after_turn(self.settings.usage_limits, self._spent(), len(step.calls))
+        if over is None:
+            return None
+        return Stop("incomplete", limit=over, refusal=f"Not run: the run reached its {over} limit.")
+
+    def _cost(self) -> Cost:
+        return run_cost(self.settings.model.name, self.turn_usage, self.extra_usage)
+
     # -- transcript and result --------------------------------------------------------------
 
     def transcript(self) -> list[dict[str, Any]]:
@@ -461,6 +492,7 @@ class Run:
             model=self.model_version or self.settings.model.name,
             pending=pending,
             retries=tuple(self.retries),
+            cost=self._cost(),
         )
 
 

@@ -18,6 +18,7 @@ EXPECTED = [
     "Agent",
     "AgentError",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "HookError",
@@ -37,6 +38,7 @@ EXPECTED = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
 ]
 
