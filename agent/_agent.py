@@ -17,6 +17,7 @@ from agent._limits import UsageLimits
 from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
+from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
@@ -342,11 +343,16 @@ class Agent:
                 settings, usage_limits=_check_limits(self.model, usage_limits)
             )
         async with self._session(session) as (saved, save):
-            run = Run(settings, prompt, saved or history, answer, save, streaming=streaming)
+            trace = RunTrace(
+                self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
+            )
+            run = Run(
+                settings, prompt, saved or history, answer, save, streaming=streaming, trace=trace
+            )
             events = run.events()
             deadline = self.deadline
             when = None if deadline is None else asyncio.get_running_loop().time() + deadline
-            async with contextlib.aclosing(events):
+            async with contextlib.aclosing(events), trace:
                 while True:
                     try:
                         async with asyncio.timeout_at(when) as scope:
@@ -360,6 +366,8 @@ class Agent:
                             f"the run passed its deadline of {deadline:g} s",
                             result=run.result("incomplete", reason="deadline"),
                         ) from None
+                    if isinstance(event, DoneEvent):
+                        trace.finish(event.result)
                     yield event
 
     @contextlib.asynccontextmanager

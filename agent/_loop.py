@@ -43,6 +43,7 @@ from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
+from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
     DoneEvent,
@@ -119,6 +120,7 @@ class Run:
         save: Checkpoint | None = None,
         *,
         streaming: bool = False,
+        trace: RunTrace | None = None,
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
@@ -150,6 +152,8 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        self.trace = trace or RunTrace(settings.model.name, record=False)
+        """The run's OpenTelemetry spans."""
         self.extra_usage: list[Usage] = []
         """Tokens of the run's model calls that are not turns (compaction summaries)."""
 
@@ -269,13 +273,14 @@ class Run:
             async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
                 while retries:
                     yield retries.pop(0)
-                with attempt:
+                with attempt, self.trace.model_call(request.contents) as span:
                     attempts += 1
                     call = model.call(request, stream=self.streaming)
                     async with contextlib.aclosing(call) as items:
                         async for item in items:
                             if isinstance(item, ModelResponse):
                                 response = item
+                                span.done(item)
                             else:
                                 yield item
         except CallFailed as failed:
@@ -338,7 +343,10 @@ class Run:
             yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
         futures = [
-            asyncio.ensure_future(run_call(self.settings, self._hook, call)) for call in tool_calls
+            asyncio.ensure_future(
+                self.trace.tool_call(call, run_call(self.settings, self._hook, call))
+            )
+            for call in tool_calls
         ]
         index = {future: i for i, future in enumerate(futures)}
         try:
