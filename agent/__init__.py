@@ -35,6 +35,7 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._compaction import Compaction
     from agent._cost import Cost
     from agent._declarations import DeclarationProblem
     from agent._limits import UsageLimits
@@ -63,6 +64,7 @@ _LAZY = {
     "Veto": "agent.hooks",
     "Cost": "agent._cost",
     "UsageLimits": "agent._limits",
+    "Compaction": "agent._compaction",
 }
 
 
@@ -83,6 +85,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "Compaction",
     "ConfigurationError",
     "Cost",
     "DeadlineExceededError",

@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._client import ClientSettings
+from agent._compaction import Compaction
 from agent._cost import price_table
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
@@ -87,6 +88,7 @@ class Agent:
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
         usage_limits: UsageLimits | None = None,
+        compaction: Compaction | Literal[False] | None = None,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -123,6 +125,11 @@ class Agent:
             usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
                 a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
                 ``run``/``stream`` take their own for one run.
+            compaction: When to compact a long transcript before a model call (prune old
+                large tool results, then summarise older exchanges). ``None`` (the
+                default) compacts ``session=`` runs with `Compaction()` and leaves other
+                runs' history as given; a `Compaction` applies to every run; ``False``
+                never compacts.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -137,6 +144,7 @@ class Agent:
         self.deadline = deadline
         """Seconds for a whole run, or ``None``."""
         self._store = store
+        self._compaction = compaction
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
         """What the pre-flight check found wrong with the toolkit's declarations."""
@@ -337,17 +345,24 @@ class Agent:
         """Yield the run's events under its session (if any) and its deadline (if any)."""
         if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
-        settings = self._settings
+        settings = self._settings_for(session)
         if usage_limits is not None:
             settings = dataclasses.replace(
                 settings, usage_limits=_check_limits(self.model, usage_limits)
             )
-        async with self._session(session) as (saved, save):
+        async with self._session(session) as (saved, save, archive):
             trace = RunTrace(
                 self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
             )
             run = Run(
-                settings, prompt, saved or history, answer, save, streaming=streaming, trace=trace
+                settings,
+                prompt,
+                saved or history,
+                answer,
+                save,
+                streaming=streaming,
+                trace=trace,
+                archive=archive,
             )
             events = run.events()
             deadline = self.deadline
@@ -370,27 +385,86 @@ class Agent:
                         trace.finish(event.result)
                     yield event
 
+    def _settings_for(self, session: str | None) -> Settings:
+        """Return the agent's settings with the compaction that applies to this run."""
+        compaction = self._compaction
+        if compaction is None:
+            compaction = Compaction() if session is not None else False
+        if compaction is False:
+            return self._settings
+        return dataclasses.replace(self._settings, compaction=compaction)
+
+    async def compact(
+        self,
+        history: Sequence[Mapping[str, Any] | Any] | None = None,
+        *,
+        session: str | None = None,
+    ) -> RunResult:
+        """Compact a conversation now, whatever its size (see `Compaction`).
+
+        For callers who keep the history themselves: prune old large tool results and
+        replace the older exchanges by a model-written summary, keeping the most recent
+        ``keep_recent_turns`` exchanges verbatim. A ``session`` is compacted in its store,
+        with the replaced Contents appended to its archive.
+
+        Example::
+
+            result = await agent.compact(history)
+            history = result.contents
+
+        Args:
+            history: The conversation (``result.contents`` of earlier runs).
+            session: Or the name of a conversation kept in the agent's ``store``.
+
+        Returns:
+            A ``"completed"`` `RunResult` whose ``contents`` are the compacted transcript
+            and whose ``usage`` and ``cost`` are the summary call's.
+
+        Raises:
+            ConfigurationError: Neither or both of ``history`` and ``session``.
+            ModelError: The summary call failed.
+        """
+        if (history is None) == (session is None):
+            raise ConfigurationError("compact() needs history= or session=, one of them")
+        compaction = self._compaction or Compaction()
+        settings = dataclasses.replace(self._settings, compaction=compaction)
+        async with self._session(session) as (saved, save, archive):
+            run = Run(settings, None, saved or history, None, save, archive=archive)
+            async for _ in run.compact(force=True):
+                pass
+            await run._checkpoint(None)
+            return run.result("completed")
+
     @contextlib.asynccontextmanager
     async def _session(
         self, session: str | None
-    ) -> AsyncIterator[tuple[list[dict[str, Any]] | None, Checkpoint | None]]:
-        """Hold ``session``'s lock; give its saved transcript and how to save it again."""
+    ) -> AsyncIterator[
+        tuple[list[dict[str, Any]] | None, Checkpoint | None, list[dict[str, Any]] | None]
+    ]:
+        """Hold ``session``'s lock; give its transcript, how to save it, and its archive."""
         if session is None:
-            yield None, None
+            yield None, None, None
             return
         from agent._session_lock import session_lock
         from agent._transcript import Transcript
 
         store = self.store
 
+        archive: list[dict[str, Any]] = []
+
         async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
             request = {"request": dict(pending)} if pending is not None else None
-            transcript = Transcript(contents, pending=request, metadata={"model": self.model})
+            metadata: dict[str, Any] = {"model": self.model}
+            if archive:  # what compaction replaced: kept, so nothing is lost
+                metadata["archive"] = archive
+            transcript = Transcript(contents, pending=request, metadata=metadata)
             await store.save(session, transcript)
 
         async with session_lock(store, session):
             saved = await store.get(session)
-            yield (saved.contents if saved else None), save
+            if saved is not None:
+                archive.extend(saved.metadata.get("archive") or [])
+            yield (saved.contents if saved else None), save, archive
 
     async def aclose(self) -> None:
         """Close the HTTP client the agent created (a supplied one is left open)."""

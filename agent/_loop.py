@@ -27,6 +27,16 @@ from typing import Any, TypeVar
 
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
+from agent._compaction import (
+    SUMMARY_HEADER,
+    SUMMARY_PROMPT,
+    Compaction,
+    estimate_tokens,
+    exchange_starts,
+    input_limit,
+    prune,
+    summary_text,
+)
 from agent._contents import (
     Content,
     function_responses,
@@ -46,6 +56,7 @@ from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
+    Compacted,
     DoneEvent,
     Event,
     PendingEvent,
@@ -90,6 +101,8 @@ class Settings:
     """Seconds per tool call, or ``None``."""
     usage_limits: UsageLimits | None = None
     """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
+    compaction: Compaction | None = None
+    """When the transcript is compacted before a model call, or ``None`` for never."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +134,7 @@ class Run:
         *,
         streaming: bool = False,
         trace: RunTrace | None = None,
+        archive: list[dict[str, Any]] | None = None,
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
@@ -154,6 +168,10 @@ class Run:
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
         self.trace = trace or RunTrace(settings.model.name, record=False)
         """The run's OpenTelemetry spans."""
+        self.archive = archive if archive is not None else []
+        """Contents compaction replaced, in the form they had then (appended to)."""
+        self.sent = (0, 0)
+        """``(promptTokenCount, transcript length)`` of the last model turn, for estimates."""
         self.extra_usage: list[Usage] = []
         """Tokens of the run's model calls that are not turns (compaction summaries)."""
 
@@ -173,6 +191,8 @@ class Run:
             if over is not None:  # the call is not made
                 yield await self._end(self.result("incomplete", limit=over))
                 return
+            async for compacted in self.compact():
+                yield compacted
             fetched: ModelResponse | Vetoed | None = None
             async with contextlib.aclosing(self._fetch()) as items:
                 async for item in items:
@@ -192,8 +212,7 @@ class Run:
             )
             if isinstance(step, AskAgain):
                 continue
-            if isinstance(step, RunCalls):
-                step = self._over_budget(step) or step
+            step = self._within_budget(step)
             if isinstance(step, Stop):
                 yield await self._stop(fetched, step)
                 return
@@ -226,6 +245,7 @@ class Run:
     def _count(self, response: ModelResponse) -> UsageEvent:
         """Count a response as a turn, with its usage (the model was called and billed)."""
         self.turns += 1
+        self.sent = (response.usage.prompt, len(self.contents))
         self.turn_usage.append(response.usage)
         self.usage = self.usage + response.usage
         self.finish_reason = response.finish_reason
@@ -451,6 +471,84 @@ class Run:
             await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
 
+    # -- compaction -------------------------------------------------------------------------
+
+    def _estimate(self) -> int:
+        """Estimate the next request's tokens: the last prompt plus what was added since."""
+        prompt, length = self.sent
+        if prompt == 0 or length > len(self.contents):
+            return estimate_tokens(self.transcript())
+        added = [to_dict(content) for content in self.contents[length:]]
+        return prompt + estimate_tokens(added)
+
+    async def compact(self, *, force: bool = False) -> AsyncGenerator[Compacted, None]:
+        """Compact the transcript when the next request would pass the trigger.
+
+        Prunes large function results of older exchanges first, then replaces older
+        exchanges by a model-written summary if still needed; yields one `Compacted`.
+        """
+        policy = self.settings.compaction
+        if policy is None:
+            return
+        before = self._estimate()
+        trigger = policy.trigger_tokens
+        if trigger is None:
+            limit = await input_limit(self.settings.model, before)
+            trigger = int(policy.trigger_fraction * limit)
+        if before <= trigger and not force:
+            return
+        dicts = self.transcript()
+        starts = exchange_starts(dicts)
+        keep = policy.keep_recent_turns
+        cut = starts[-keep] if len(starts) > keep else 0
+        pruned_dicts, pruned = prune(dicts, cut, policy.prune_chars)
+        for index, (old, new) in enumerate(zip(dicts, pruned_dicts, strict=True)):
+            if old is not new:
+                self.archive.append(old)
+                self.contents[index] = to_contents([new])[0]
+        after = estimate_tokens(pruned_dicts)
+        summarised = 0
+        if (after > trigger or force) and cut > 0:
+            summarised = len([s for s in starts if s < cut])
+            summary = await self._summarise(pruned_dicts[:cut])
+            if summary is None:
+                summarised = 0
+            else:
+                self.archive.extend(pruned_dicts[:cut])
+                first = to_dict(self.contents[cut])
+                note = {"text": SUMMARY_HEADER + summary}
+                first = {**first, "parts": [note, *first.get("parts", [])]}
+                self.contents = [*to_contents([first]), *self.contents[cut + 1 :]]
+                after = estimate_tokens(self.transcript())
+        if pruned or summarised:
+            self.sent = (0, 0)
+            yield Compacted(before, after, summarised, pruned)
+
+    async def _summarise(self, old: list[dict[str, Any]]) -> str | None:
+        """Ask the model for a summary of ``old`` (a separate call, counted in usage)."""
+        if over_before_call(self.settings.usage_limits, self._spent()) is not None:
+            return None
+        model = self.settings.model
+        config = model.config.model_copy(
+            update={"tools": None, "tool_config": None, "system_instruction": None}
+        )
+        prompt = user_content(SUMMARY_PROMPT + summary_text(old))
+        request = ModelRequest(model.name, [prompt], config, self.turns + 1)
+        response: ModelResponse | None = None
+        try:
+            with self.trace.model_call(request.contents) as span:
+                async with contextlib.aclosing(model.call(request, stream=False)) as items:
+                    async for item in items:
+                        if isinstance(item, ModelResponse):
+                            response = item
+                            span.done(item)
+        except CallFailed as failed:
+            raise self._model_error(failed.info, 1) from None
+        assert response is not None
+        self.extra_usage.append(response.usage)
+        self.usage = self.usage + response.usage
+        return response.text or None
+
     # -- budgets and cost -------------------------------------------------------------------
 
     def _spent(self) -> Spent:
@@ -460,11 +558,13 @@ class Run:
         requests = self.turns + len(self.extra_usage)
         return Spent(requests, self.usage, len(self.tool_calls), usd)
 
-    def _over_budget(self, step: RunCalls) -> Stop | None:
-        """Stop instead of running ``step``'s calls when the turn went past a usage limit."""
+    def _within_budget(self, step: RunCalls | Stop) -> RunCalls | Stop:
+        """Return ``step``, or a `Stop` when its calls follow a turn past a usage limit."""
+        if not isinstance(step, RunCalls):
+            return step
         over = over_after_turn(self.settings.usage_limits, self._spent(), len(step.calls))
         if over is None:
-            return None
+            return step
         return Stop("incomplete", limit=over, refusal=f"Not run: the run reached its {over} limit.")
 
     def _cost(self) -> Cost:

@@ -17,6 +17,7 @@ EXPECTED = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "Compaction",
     "ConfigurationError",
     "Cost",
     "DeadlineExceededError",
