@@ -31,7 +31,7 @@ except ImportError:  # the optional extra is not installed: every span is a no-o
 
 if TYPE_CHECKING:
     from agent._response import ModelResponse
-    from agent._result import RunResult
+    from agent._result import RunResult, Usage
     from agent.events import ToolCall
     from toolnexus import ToolResult
 
@@ -64,15 +64,9 @@ class ModelSpan:
         span = self.span
         if span is None or not span.is_recording():
             return
-        usage = response.usage
-        attributes: dict[str, Any] = {
-            "gen_ai.usage.input_tokens": usage.prompt + usage.tool_use_prompt,
-            "gen_ai.usage.output_tokens": usage.candidates + usage.thoughts,
-            "gen_ai.usage.cache_read.input_tokens": usage.cached,
-            "gen_ai.usage.reasoning.output_tokens": usage.thoughts,
-        }
-        if response.finish_reason:
-            attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
+        attributes = _outcome(response.usage, response.finish_reason)
+        attributes["gen_ai.usage.cache_read.input_tokens"] = response.usage.cached
+        attributes["gen_ai.usage.reasoning.output_tokens"] = response.usage.thoughts
         if response.model_version:
             attributes["gen_ai.response.model"] = response.model_version
         response_id = getattr(response.raw, "response_id", None)
@@ -147,15 +141,9 @@ class RunTrace:
         span = self.span
         if span is None or not span.is_recording():
             return
-        usage = result.usage
-        attributes: dict[str, Any] = {
-            "gen_ai.usage.input_tokens": usage.prompt + usage.tool_use_prompt,
-            "gen_ai.usage.output_tokens": usage.candidates + usage.thoughts,
-            "agent.run.status": result.status,
-            "agent.run.turns": result.turns,
-        }
-        if result.finish_reason:
-            attributes["gen_ai.response.finish_reasons"] = [result.finish_reason]
+        attributes = _outcome(result.usage, result.finish_reason)
+        attributes["agent.run.status"] = result.status
+        attributes["agent.run.turns"] = result.turns
         if result.limit:
             attributes["agent.run.limit"] = result.limit
         if result.cost.usd is not None:
@@ -221,6 +209,17 @@ class RunTrace:
                     span.set_attribute("gen_ai.tool.call.arguments", _json(args))
                     span.set_attribute("gen_ai.tool.call.result", result.output)
         return args, result
+
+
+def _outcome(usage: Usage, finish_reason: str | None) -> dict[str, Any]:
+    """Return the token-usage and finish-reason attributes shared by run and model spans."""
+    attributes: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.prompt + usage.tool_use_prompt,
+        "gen_ai.usage.output_tokens": usage.candidates + usage.thoughts,
+    }
+    if finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = [finish_reason]
+    return attributes
 
 
 def _fail(span: Any, exc: Exception) -> None:

@@ -266,9 +266,27 @@ def bench_tracing(base_url: str, runs: int, warmup: int, folder: Path) -> dict[s
     }
 
 
+# Compaction: a 300-turn session's request size and turn latency, late vs early (after
+# the first compaction), stay within this factor.
+COMPACTION_FLAT_MAX = 1.25
+
+
+def bench_compaction() -> dict[str, Any]:
+    """Run the 300-turn session probe in a fresh process."""
+    out = _probe_script("_bench_compaction.py")
+    out["target"] = COMPACTION_FLAT_MAX
+    out["met"] = max(out["size_ratio"], out["latency_ratio"]) <= COMPACTION_FLAT_MAX
+    return out
+
+
 def _probe(*args: str) -> dict[str, Any]:
+    return _probe_script("_bench_micro.py", *args)
+
+
+def _probe_script(script: str, *args: str) -> dict[str, Any]:
+    """Run a probe script in a fresh process; return the JSON of its last line."""
     done = subprocess.run(
-        [sys.executable, str(HERE / "_bench_micro.py"), *args],
+        [sys.executable, str(HERE / script), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -372,6 +390,16 @@ def table(results: dict[str, Any]) -> str:
             f"{tracing['target_on']:.2f}: {_mark(tracing['met'])}), off/absent "
             f"{tracing['off_ratio']:.3f}",
         ]
+    compaction = results.get("compaction")
+    if compaction:
+        size, ms = compaction["size_tokens"], compaction["turn_ms"]
+        lines.append(
+            f"300-turn session   request {size['early']:.0f} -> {size['late']:.0f} tokens, "
+            f"turn {ms['early']:.2f} -> {ms['late']:.2f} ms (early -> late p50 after the "
+            f"first compaction); ratios {compaction['size_ratio']:.2f} / "
+            f"{compaction['latency_ratio']:.2f}, target <= {compaction['target']:.2f}: "
+            f"{_mark(compaction['met'])}"
+        )
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -410,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-micro", action="store_true", help="skip import/build/skill probes")
     parser.add_argument("--no-tracing", action="store_true", help="skip the tracing probe")
     parser.add_argument(
+        "--no-compaction", action="store_true", help="skip the 300-turn compaction probe"
+    )
+    parser.add_argument(
         "--no-prime", action="store_true", help="skip compiling the bytecode cache first"
     )
     args = parser.parse_args(argv)
@@ -444,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs = args.runs if args.runs is not None else DEFAULT_RUNS["pair"]
                 warmup = args.warmup if args.warmup is not None else DEFAULT_WARMUP["pair"]
                 results["tracing"] = bench_tracing(server.base_url, runs, warmup, folder)
+            if not args.no_compaction:
+                print("probing a 300-turn session...", file=sys.stderr, flush=True)
+                results["compaction"] = bench_compaction()
             if not args.no_micro:
                 print("probing imports and toolkit build...", file=sys.stderr, flush=True)
                 results["imports"] = bench_imports(args.repeats)
