@@ -50,7 +50,8 @@ which win over the command-line flags.
 
 output: one JSON line per finished task, written as it finishes:
   {"id": ..., "status": "completed", "text": ..., "usage": {...}, "turns": 2,
-   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null}
+   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
+   "cost_usd": 0.00041, "cost_estimated": false}
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
 (--retry-failed runs the failed ones again). The file is only ever appended to, so a task
@@ -58,10 +59,15 @@ run again has several lines: the last line for an id is its result (the summary,
 resume and --retry-failed all read it that way). One batch at a time writes a file: a
 second batch on the same --out refuses to start while the first runs.
 
+budget: with --budget-usd X no new task starts once the tasks recorded in the output
+(this run's and earlier runs') cost X dollars in total; tasks already running finish.
+Run again with a higher X to go on.
+
 examples:
   toolnexus-agent batch tasks.yaml --out results.jsonl
   toolnexus-agent batch tasks.yaml --out results.jsonl --concurrency 8 --skills ./skills
   toolnexus-agent batch tasks.yaml --out results.jsonl --fake scenario.yaml
+  toolnexus-agent batch tasks.yaml --out results.jsonl --budget-usd 2.50
 
 exit codes:
   0  every task completed
@@ -118,6 +124,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--retry-failed",
         action="store_true",
         help="run again the tasks whose recorded status is `failed`",
+    )
+    parser.add_argument(
+        "--budget-usd",
+        type=float,
+        metavar="USD",
+        help="start no new task once the recorded tasks cost this many dollars in total",
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
@@ -245,6 +257,43 @@ def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
     return finished
 
 
+def spent_usd(path: str | Path) -> float:
+    """Return the dollars the tasks recorded in an output file cost (0 when it is missing).
+
+    Args:
+        path: The JSON Lines output of earlier runs (after `read_finished` tidied it).
+    """
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError:
+        return 0.0
+    total = 0.0
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        usd = record.get("cost_usd") if isinstance(record, dict) else None
+        if isinstance(usd, int | float):
+            total += usd
+    return total
+
+
+@dataclass
+class _Budget:
+    """The dollars the batch may spend and has spent (earlier runs included)."""
+
+    limit: float | None
+    spent: float
+    stopped: bool = False
+    """A task was left unstarted because the budget was reached."""
+
+    def allows(self) -> bool:
+        if self.limit is not None and self.spent >= self.limit:
+            self.stopped = True
+        return not self.stopped
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -358,6 +407,8 @@ def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.budget_usd is not None and args.budget_usd < 0:
+        raise CliError(f"--budget-usd must be 0 or more, got {args.budget_usd}")
     tasks = load_tasks(args.tasks)
     own = check_toolkit_flags(args)
     system = read_system(args.system)
@@ -385,11 +436,12 @@ def _run_batch(
     skipped = len(tasks) - len(todo)
     if skipped:
         err.write(f"{skipped} of {len(tasks)} tasks are already in {args.out}; skipping them\n")
+    budget = _Budget(args.budget_usd, spent_usd(args.out))
     progress = _Progress(len(todo), err, err.isatty())
     try:
-        if todo:
+        if todo and budget.allows():
             with agent_log(args.verbose):
-                asyncio.run(_batch(args, todo, own, system, output, progress, finished))
+                asyncio.run(_batch(args, todo, own, system, output, progress, finished, budget))
     except KeyboardInterrupt:
         progress.close()
         err.write(f"interrupted: {progress.done} tasks recorded this run; run again to resume\n")
@@ -398,6 +450,13 @@ def _run_batch(
     statuses = [finished.get(task.id, "missing") for task in tasks]
     counts = {status: statuses.count(status) for status in dict.fromkeys(statuses)}
     summary = ", ".join(f"{count} {status}" for status, count in counts.items())
+    err.write(f"cost: ${budget.spent:.6f} for the tasks recorded in {args.out}\n")
+    if budget.stopped:
+        left = statuses.count("missing")
+        err.write(
+            f"budget of ${budget.limit:g} reached: {left} tasks not started; "
+            "run again with a higher --budget-usd to go on\n"
+        )
     err.write(f"{len(tasks)} tasks: {summary}; results in {args.out}\n")
     return EXIT_OK if set(statuses) == {"completed"} else EXIT_FAILED
 
@@ -410,6 +469,7 @@ async def _batch(
     output: _Output,
     progress: _Progress,
     finished: dict[str, str],
+    budget: _Budget,
 ) -> None:
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
@@ -428,10 +488,11 @@ async def _batch(
             return agents[key]
 
         async def worker() -> None:
-            while not queue.empty():
+            while not queue.empty() and budget.allows():
                 task = queue.get_nowait()
                 progress.started()
                 record, retries = await _run_task(agent_for, task, factory.model)
+                budget.spent += record.get("cost_usd") or 0.0
                 output.append(record)
                 finished[task.id] = record["status"]
                 progress.finished(record, retries)
@@ -468,6 +529,8 @@ async def _run_task(
         tool_calls=len(result.tool_calls),
         reason=result.reason,
         limit=result.limit,
+        cost_usd=result.cost.usd,
+        cost_estimated=result.cost.estimated,
     )
     if error:
         record["error"] = error

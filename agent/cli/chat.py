@@ -43,7 +43,8 @@ examples:
   toolnexus-agent chat --fake examples/scenarios/chat.yaml  # say your name, then ask it
 
 keys: Enter sends a line; Ctrl-C cancels the answer in progress (the conversation so far
-is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation.
+is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation; /compact
+summarises the older part of this one now (it is also done by itself when it grows long).
 
 The exit code is that of the last turn (0 when no turn ran), so a script that pipes lines
 into chat sees whether its last question was answered.
@@ -132,6 +133,9 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             continue
         if text in ("/exit", "/quit"):
             return code
+        if text == "/compact":
+            _compact(runner, agent, session)
+            continue
         if text == "/new":
             session = f"chat-{time.time_ns()}"
             err.write("(a new conversation)\n")
@@ -154,3 +158,20 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             err.write(f"(the model asked: {result.pending['prompt']} — no answer was given)\n")
         elif result.status != "completed":
             err.write(f"({result.status}: {result.limit or result.reason or ''})\n")
+
+
+def _compact(runner: asyncio.Runner, agent: Agent, session: str) -> None:
+    """Compact the conversation now (``/compact``) and say what it did."""
+    try:
+        result = runner.run(agent.compact(session=session))
+    except ConfigurationError:  # a new conversation: no history yet
+        sys.stderr.write("(nothing to compact yet)\n")
+        return
+    except RunError as exc:
+        sys.stderr.write(f"(could not compact: {exc})\n")
+        return
+    if not result.usage.total:  # no summary was written: the conversation is still short
+        sys.stderr.write("(nothing to compact yet)\n")
+        return
+    kept = len(result.contents)
+    sys.stderr.write(f"(compacted: the older turns summarised, {kept} messages kept)\n")

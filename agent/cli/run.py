@@ -16,7 +16,7 @@ from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
-from agent.cli._printer import EventPrinter, stream_run
+from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import ConfigurationError, RunError
@@ -155,3 +155,6 @@ def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str
     elif result.status != "completed":
         detail = result.limit or result.reason or ""
         err.write(f"{result.status}: {detail}\n")
+    cost = describe_cost(result.cost)
+    if cost is not None:
+        err.write(cost + "\n")
