@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import toolnexus.builtins  # noqa: F401  (importing it registers the ten built-ins)
+from toolnexus._function import as_tool
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
 from toolnexus._skill_tool import skill_tool
 from toolnexus._skills import Skill, found_skills
@@ -21,6 +22,7 @@ __all__ = ["build", "build_async"]
 SkillDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
 BuiltinsOption = bool | Mapping[str, Any]
 McpOption = str | os.PathLike[str] | Mapping[str, Any] | None
+YourTools = Sequence[Tool | Callable[..., Any]]
 
 
 def _skill_dirs(skills: SkillDirs) -> list[Path]:
@@ -120,7 +122,7 @@ def _plan(
     skill_dirs: Sequence[Path],
     found: Sequence[Skill],
     builtins: BuiltinsOption,
-    tools: Sequence[Tool],
+    tools: YourTools,
     root: str | os.PathLike[str] | None,
     confine: bool,
     limits: Limits | None,
@@ -130,12 +132,13 @@ def _plan(
     if isinstance(hidden_env, str):
         raise ConfigError("hidden_env must be a collection of variable names, not one string")
     settings = _settings(root, skill_dirs, confine, limits, hidden_env)
-    own = {tool.name for tool in tools}  # one of your tools replaces the built-in it names
+    yours = [as_tool(item) for item in tools]
+    own = {tool.name for tool in yours}  # one of your tools replaces the built-in it names
     builtin_tools = [
         BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
     ]
     skill_tools = [skill_tool(found, sample=skill_files)] if found else []
-    return _Plan(found, (skill_tools, builtin_tools, list(tools)))
+    return _Plan(found, (skill_tools, builtin_tools, yours))
 
 
 def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
@@ -145,7 +148,7 @@ def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
 def build(
     skills: SkillDirs = None,
     builtins: BuiltinsOption = True,
-    tools: Sequence[Tool] = (),
+    tools: YourTools = (),
     *,
     mcp: McpOption = None,
     root: str | os.PathLike[str] | None = None,
@@ -161,7 +164,8 @@ def build(
         builtins: ``True`` (default) for the ten built-in tools; ``False``,
             ``{"disabled": True}`` or ``{"enabled": False}`` for none;
             ``{"tools": {"bash": False}}`` to drop single tools.
-        tools: Your own `Tool` objects. One named like a built-in replaces it.
+        tools: Your own `Tool` objects, or plain functions (turned into tools as
+            `define_tool` would). One named like a built-in replaces it.
         mcp: An ``mcp.json`` path or the same data as a dict (needs the ``mcp`` extra).
         root: The workspace the file tools are confined to (default: the current dir);
             it must be an existing directory.
@@ -182,7 +186,9 @@ def build(
 
     Raises:
         ConfigError: ``root`` is missing or not a directory, an option is unknown or has
-            the wrong type (``{"tools": {"bash": "no"}}``).
+            the wrong type (``{"tools": {"bash": "no"}}``), or a function in ``tools``
+            cannot be described.
+        TypeError: An item of ``tools`` is neither a `Tool` nor a function.
         McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
         ImportError: ``mcp`` is given but the ``mcp`` extra is not installed; the message
             says how to install it.
@@ -215,7 +221,7 @@ def build(
 async def build_async(
     skills: SkillDirs = None,
     builtins: BuiltinsOption = True,
-    tools: Sequence[Tool] = (),
+    tools: YourTools = (),
     *,
     mcp: McpOption = None,
     root: str | os.PathLike[str] | None = None,
@@ -233,7 +239,7 @@ async def build_async(
     Args:
         skills: A skills directory, or a list of them (as for `build`).
         builtins: Which built-in tools to include (as for `build`).
-        tools: Your own `Tool` objects (as for `build`).
+        tools: Your own tools or functions (as for `build`).
         mcp: An ``mcp.json`` path or the same data as a dict.
         root: The workspace the file tools are confined to.
         confine: ``False`` lets file tools reach outside ``root``.

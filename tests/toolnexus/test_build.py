@@ -86,3 +86,28 @@ def test_skill_name_is_quoted_in_the_content_tag(tmp_path: Path) -> None:
     assert quoted.startswith('<skill_content name="a&quot;b&lt;c&amp;d">\n# Skill: a"b<c&d\n')
     normal = tn.execute(tk, "skill", {"name": "plain-name_1"}).output
     assert normal.startswith('<skill_content name="plain-name_1">\n')
+
+
+# --- your tools: Tool objects or plain functions (17.2) ---------------------------------------
+
+
+def forecast(city: str) -> str:
+    """Return the forecast for a city."""
+    return f"Sunny in {city}"
+
+
+def test_build_and_toolkit_take_plain_functions(tmp_path: Path) -> None:
+    built = tn.build(tools=[forecast], builtins=False, root=tmp_path)
+    listed = tn.toolkit([forecast])
+    for tk in (built, listed):
+        assert tk.names == ("forecast",)
+        assert tk["forecast"].input_schema == tn.define_tool(forecast).input_schema
+        assert tn.execute(tk, "forecast", {"city": "Oslo"}).output == "Sunny in Oslo"
+
+
+@pytest.mark.parametrize("make", [tn.toolkit, lambda tools: tn.build(tools=tools)])
+def test_an_item_that_is_no_tool_is_one_clear_type_error(make: Any) -> None:
+    with pytest.raises(TypeError, match=r"^int is not a Tool or a function; pass a Tool"):
+        make([forecast, 42])
+    with pytest.raises(TypeError, match="use toolnexus.toolkit"):
+        tn.Toolkit([forecast])  # type: ignore[list-item]
