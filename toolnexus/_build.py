@@ -64,9 +64,13 @@ def _builtin_names(option: BuiltinsOption) -> list[str]:
             )
     unknown = set(per_tool) - set(BUILTINS)
     if unknown:
-        raise ConfigError(
-            f"unknown built-in tool(s) {', '.join(sorted(unknown))}; "
-            f"built-ins are {', '.join(sorted(BUILTINS))}"
+        # Configs move between implementations of this toolkit, which ignore names they
+        # do not have: say so, and build the rest.
+        warnings.warn(
+            f"builtins['tools']: ignoring unknown built-in tool(s) "
+            f"{', '.join(map(repr, sorted(unknown)))}; the built-ins are "
+            f"{', '.join(sorted(BUILTINS))}",
+            stacklevel=4,
         )
     return [name for name in BUILTINS if per_tool.get(name, True)]
 
@@ -163,7 +167,8 @@ def build(
         skills: A skills directory, or a list of them; every ``**/SKILL.md`` is a skill.
         builtins: ``True`` (default) for the ten built-in tools; ``False``,
             ``{"disabled": True}`` or ``{"enabled": False}`` for none;
-            ``{"tools": {"bash": False}}`` to drop single tools.
+            ``{"tools": {"bash": False}}`` to drop single tools (a name that is not a
+            built-in is ignored, with a warning).
         tools: Your own `Tool` objects, or plain functions (turned into tools as
             `define_tool` would). One named like a built-in replaces it.
         mcp: An ``mcp.json`` path or the same data as a dict (needs the ``mcp`` extra).

@@ -109,5 +109,26 @@ def test_build_and_toolkit_take_plain_functions(tmp_path: Path) -> None:
 def test_an_item_that_is_no_tool_is_one_clear_type_error(make: Any) -> None:
     with pytest.raises(TypeError, match=r"^int is not a Tool or a function; pass a Tool"):
         make([forecast, 42])
-    with pytest.raises(TypeError, match="use toolnexus.toolkit"):
+    with pytest.raises(TypeError, match=r"use toolnexus\.toolkit"):
         tn.Toolkit([forecast])  # type: ignore[list-item]
+
+
+# --- unknown built-in names (17.3) ------------------------------------------------------------
+
+
+def test_an_unknown_builtin_name_warns_and_the_rest_is_built(tmp_path: Path) -> None:
+    option = {"tools": {"nonexistent": False, "bash": False}}
+    with pytest.warns(UserWarning) as caught:
+        tk = tn.build(root=tmp_path, builtins=option)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "ignoring unknown built-in tool(s) 'nonexistent'" in message
+    assert "the built-ins are apply_patch, bash, edit, glob, grep," in message
+    assert caught[0].filename == __file__
+    assert "bash" not in tk and "read" in tk
+
+
+async def test_build_async_warns_the_same_way(tmp_path: Path) -> None:
+    with pytest.warns(UserWarning, match="ignoring unknown built-in tool"):
+        tk = await tn.build_async(root=tmp_path, builtins={"tools": {"nope": True}})
+    assert "bash" in tk
