@@ -83,6 +83,8 @@ class _Plan:
     """The skills the ``skill`` tool serves."""
     sources: tuple[Sequence[Tool], ...]
     """The skill tool, the built-ins and your tools, in the order they win a name clash."""
+    hidden_env: frozenset[str]
+    """Variables kept from ``bash`` commands and stdio MCP servers."""
 
     def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
         """Return the toolkit; on a name clash the first source wins, with a warning."""
@@ -142,7 +144,7 @@ def _plan(
         BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
     ]
     skill_tools = [skill_tool(found, sample=skill_files)] if found else []
-    return _Plan(found, (skill_tools, builtin_tools, yours))
+    return _Plan(found, (skill_tools, builtin_tools, yours), settings.hidden_env)
 
 
 def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
@@ -177,8 +179,9 @@ def build(
         confine: ``False`` lets file tools reach outside ``root`` (trusted hosts only).
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
-        hidden_env: Environment variables ``bash`` commands do not see; default
-            ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes everything).
+        hidden_env: Environment variables ``bash`` commands and stdio MCP servers do
+            not see; default ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes
+            everything). A server's ``env`` in ``mcp.json`` can still pass one on purpose.
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
@@ -219,7 +222,7 @@ def build(
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp
 
-    mcp_tools, resource = connect_mcp(mcp)
+    mcp_tools, resource = connect_mcp(mcp, plan.hidden_env)
     return plan.assemble(mcp_tools, [resource])
 
 
@@ -250,7 +253,8 @@ async def build_async(
         confine: ``False`` lets file tools reach outside ``root``.
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists.
-        hidden_env: Environment variables ``bash`` commands do not see.
+        hidden_env: Environment variables ``bash`` commands and stdio MCP servers do
+            not see.
 
     Returns:
         The `Toolkit`.
@@ -274,5 +278,5 @@ async def build_async(
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp_async
 
-    mcp_tools, resource = await connect_mcp_async(mcp)
+    mcp_tools, resource = await connect_mcp_async(mcp, plan.hidden_env)
     return plan.assemble(mcp_tools, [resource])

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from toolnexus._mcp_config import McpServerStatus, ServerConfig, parse_config
 from toolnexus._mcp_server import STOP_GRACE, Server, require_mcp
+from toolnexus._registry import DEFAULT_HIDDEN_ENV
 from toolnexus.errors import ToolError
 from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, sanitize
 
@@ -197,13 +198,15 @@ async def _start(configs: list[ServerConfig]) -> list[Server]:
 
 def connect_mcp(
     source: str | os.PathLike[str] | Mapping[str, Any],
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
 ) -> tuple[list[Tool], McpServers]:
     """Start the servers of an MCP configuration for synchronous use.
 
     The connections live on a background thread with its own event loop; the tools work
     from `toolnexus.execute`, `toolnexus.execute_async` and any event loop. A server that
     fails is left out of the tools and reported by `mcp_status`; a configuration that
-    cannot be read raises `McpConfigError`.
+    cannot be read raises `McpConfigError`. Stdio servers do not see the variables in
+    ``hidden_env`` (the Gemini API keys) unless their ``env`` entry passes them.
 
     Example::
 
@@ -213,7 +216,7 @@ def connect_mcp(
         finally:
             servers.close()
     """
-    configs, skipped = parse_config(source)
+    configs, skipped = parse_config(source, hidden_env)
     if not configs:
         return [], McpServers([], skipped, None, None)
     require_mcp()
@@ -227,6 +230,7 @@ def connect_mcp(
 
 async def connect_mcp_async(
     source: str | os.PathLike[str] | Mapping[str, Any],
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
 ) -> tuple[list[Tool], McpServers]:
     """Start the servers of an MCP configuration on the running event loop.
 
@@ -240,7 +244,7 @@ async def connect_mcp_async(
         finally:
             await servers.aclose()
     """
-    configs, skipped = parse_config(source)
+    configs, skipped = parse_config(source, hidden_env)
     if not configs:
         return [], McpServers([], skipped, None, None)
     require_mcp()
