@@ -31,8 +31,9 @@ from typing import Any, TypeVar
 from toolnexus._mcp_config import McpServerStatus, ServerConfig, parse_config
 from toolnexus._mcp_server import STOP_GRACE, Server, require_mcp
 from toolnexus._registry import DEFAULT_HIDDEN_ENV
-from toolnexus.errors import ToolError
-from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, sanitize
+from toolnexus._schema import schema_validator
+from toolnexus.errors import ArgumentError, ToolError
+from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, Validator, sanitize
 
 __all__ = ["McpServerStatus", "McpServers", "connect_mcp", "connect_mcp_async", "mcp_status"]
 
@@ -111,6 +112,7 @@ class McpServers:
             remote.description or getattr(remote, "title", None) or "",
             schema,
             source="mcp",
+            validate=_checked_against(schema),
         )
 
     async def _on_owner_loop(self, make: Callable[[], Awaitable[_T]], wait: float) -> _T:
@@ -170,6 +172,25 @@ class McpServers:
         else:
             future = asyncio.run_coroutine_threadsafe(self._stop_all(), self._loop)
             await asyncio.wrap_future(future)
+
+
+def _checked_against(schema: dict[str, Any]) -> Validator:
+    """Check arguments against a server's schema like any other tool's, before the call.
+
+    A schema too unusual for the checker (a boolean subschema, say) is left to the server.
+    """
+    check = schema_validator(schema)
+
+    def validate(args: Any) -> dict[str, Any]:
+        try:
+            return check(args)
+        except ArgumentError:
+            raise
+        except Exception:  # the schema, not the arguments, is beyond the checker
+            logger.debug("MCP input schema not checked locally", exc_info=True)
+            return dict(args)
+
+    return validate
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -139,6 +139,26 @@ def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, f
     assert raised.output == "Tool 'demo_raise' failed: MCPError: server-side boom"
 
 
+def test_arguments_are_checked_against_the_server_schema_before_the_call(
+    built: tuple[Toolkit, float],
+) -> None:
+    tk, _ = built
+    bad = toolnexus.execute(tk, "demo_add", {"a": "two", "c": 1})
+    assert bad.is_error
+    assert bad.output == (
+        "Invalid arguments: missing required argument `b`; `a` must be a number, got string"
+    )
+    missing = toolnexus.execute(tk, "demo_echo", {})
+    assert missing.output == "Invalid arguments: missing required argument `text`"
+
+
+def test_a_schema_the_checker_cannot_read_is_left_to_the_server() -> None:
+    from toolnexus._mcp import _checked_against
+
+    odd = _checked_against({"type": "object", "properties": {"x": True}})
+    assert odd({"x": 1}) == {"x": 1}
+
+
 async def test_sync_built_tools_work_from_another_event_loop(built: tuple[Toolkit, float]) -> None:
     tk, _ = built
     result = await toolnexus.execute_async(tk, "demo_add", {"a": 1, "b": 1})
