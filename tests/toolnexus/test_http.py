@@ -295,3 +295,21 @@ def test_source_and_bad_configuration() -> None:
         http_tool("t", "d", "POST", "http://127.0.0.1/", body="xml")  # type: ignore[arg-type]
     with pytest.raises(toolnexus.ConfigError, match="plain argument name"):
         http_tool("t", "d", "GET", "http://127.0.0.1/{a.b}")
+
+
+def test_a_short_header_value_is_redacted_only_as_a_whole_token(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TN_HTTP_FLAG", "1")
+    tool = http_tool(
+        "flag",
+        "Flag.",
+        "GET",
+        base_url + "/echo/v1/items/10",
+        headers={"X-Flag": "${TN_HTTP_FLAG}"},
+    )
+    with pytest.warns(UserWarning, match="TN_HTTP_FLAG holds a value of only 1 character"):
+        result = run(tool, {})
+    echoed = json.loads(result.output)
+    assert echoed["raw_path"] == "/echo/v1/items/10"
+    assert echoed["headers"]["x-flag"] == "[redacted]"
