@@ -117,7 +117,8 @@ def _settings(
         raise ConfigError(f"root {os.fspath(base)!r} is not a directory")
     return BuiltinSettings(
         root=base.resolve(),
-        read_only=tuple(d.resolve() for d in skill_dirs),
+        # realpath, unlike Path.resolve, does not raise for a symlink loop.
+        read_only=tuple(Path(os.path.realpath(d)) for d in skill_dirs),
         confine=confine,
         limits=limits or Limits(),
         hidden_env=DEFAULT_HIDDEN_ENV if hidden_env is None else frozenset(hidden_env),
@@ -185,17 +186,18 @@ def build(
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
-    From async code with MCP servers, use `build_async`. A skills directory that does
-    not exist, or a bad ``SKILL.md``, is skipped (see `list_skills` for why), and an MCP
-    server that fails to start is reported by `mcp_status`; neither raises.
+    From async code with MCP servers, use `build_async`. A bad ``SKILL.md`` (a FIFO, a
+    huge file, bad frontmatter...) or a skills directory that does not exist is skipped,
+    and every skip is summarised in one warning (`list_skills` gives them all with
+    reasons); an MCP server that fails to start is reported by `mcp_status`. Neither raises.
 
     Returns:
         The `Toolkit`; the ``skill`` tool is in it only when at least one skill was found.
 
     Raises:
-        ConfigError: ``root`` is missing or not a directory, an option is unknown or has
-            the wrong type (``{"tools": {"bash": "no"}}``), or a function in ``tools``
-            cannot be described.
+        ConfigError: ``root`` is missing or not a directory, an option is unknown or
+            has the wrong type (``{"tools": {"bash": "no"}}``), or a function in
+            ``tools`` cannot be described.
         TypeError: An item of ``tools`` is neither a `Tool` nor a function.
         McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
         ImportError: ``mcp`` is given but the ``mcp`` extra is not installed; the message

@@ -377,7 +377,10 @@ def test_empty_or_missing_skills_dir_gives_no_skill_tool(tmp_path: Path, kind: s
     skills = tmp_path / "skills"
     if kind == "empty":
         skills.mkdir()
-    tk = tn.build(skills=skills, builtins=False)
+        tk = tn.build(skills=skills, builtins=False)
+    else:  # skipped with a warning, by build as by the CLI's --skills
+        with pytest.warns(UserWarning, match="skills directory does not exist"):
+            tk = tn.build(skills=skills, builtins=False)
     assert "skill" not in tk
     assert tk.skills == ()
     assert tn.to_gemini(tk) == [{"functionDeclarations": []}]
