@@ -93,10 +93,28 @@ def test_a_tree_1100_levels_deep_is_walked(tmp_path: Path) -> None:
         Path("SKILL.md").write_text("---\nname: bottom\n---\nDeep.\n")
     finally:
         os.chdir(here)
-    inventory = finishes(lambda: list_skills(deep))
-    tk = finishes(lambda: tn.build(skills=deep, builtins=False))
+    try:
+        inventory = finishes(lambda: list_skills(deep))
+        tk = finishes(lambda: tn.build(skills=deep, builtins=False))
+    finally:
+        _remove_deep(deep, 1100)
     assert [s.name for s in inventory.skills] == [s.name for s in tk.skills] == ["bottom"]
     assert inventory.skipped == ()
+
+
+def _remove_deep(top: Path, levels: int) -> None:
+    """Remove the deep tree bottom up (pytest's recursive cleanup would overflow on it)."""
+    here = os.getcwd()
+    os.chdir(top)
+    try:
+        for _ in range(levels):
+            os.chdir("d")
+        os.remove("SKILL.md")
+        for _ in range(levels):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
 
 
 @posix_only
@@ -179,3 +197,20 @@ def test_skips_are_one_short_warning_with_counts_and_the_first_paths(tmp_path: P
     assert "and 37 more" in message
     assert len(message) < 1000
     assert [s.name for s in tk.skills] == ["same"]
+
+
+# --- skill directories and the workspace (18.2: the documented rule) ------------------------
+
+
+def test_skill_dirs_outside_the_root_are_read_only_and_inside_it_writable(tmp_path: Path) -> None:
+    root = tmp_path / "work"
+    outside = write_skill(tmp_path / "shared" / "s", "name: shared")
+    inside = write_skill(root / "skills" / "own", "name: own")
+    tk = tn.build(skills=[tmp_path / "shared", root / "skills"], root=root)
+    out_path = str(outside / "SKILL.md")
+    assert tn.execute(tk, "read", {"path": out_path}).is_error is False
+    refused = tn.execute(tk, "write", {"path": out_path, "content": "x"})
+    assert refused.is_error and "read-only skill directory" in refused.output
+    written = tn.execute(tk, "write", {"path": "skills/own/notes.md", "content": "x"})
+    assert not written.is_error, written.output
+    assert (inside / "notes.md").read_text() == "x"
