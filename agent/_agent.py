@@ -22,7 +22,7 @@ from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
-from toolnexus import Answer, Toolkit, skills_prompt
+from toolnexus import Answer, ConfigError, Toolkit, skills_prompt
 
 if TYPE_CHECKING:
     import httpx
@@ -89,6 +89,7 @@ class Agent:
         store: Store | None = None,
         usage_limits: UsageLimits | None = None,
         compaction: Compaction | Literal[False] | None = None,
+        skills_catalog_chars: int | None = 20_000,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -132,6 +133,9 @@ class Agent:
                 default) compacts ``session=`` runs with `Compaction()` and leaves other
                 runs' history as given; a `Compaction` applies to every run; ``False``
                 never compacts.
+            skills_catalog_chars: Size cap of the skills catalog in the system instruction
+                (characters; ``None``: no cap). Past it, the catalog says how many skills
+                it left out and how the model finds one by name.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -159,7 +163,11 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
-        self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
+        try:
+            catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
+        except ConfigError as exc:
+            raise ConfigurationError(f"skills_catalog_chars: {exc}") from None
+        self.system_instruction = system_instruction(system_prompt, catalog)
         """The system instruction sent with every request (``None`` when empty)."""
         self._model = GeminiModel.build(
             model,

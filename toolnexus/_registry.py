@@ -41,7 +41,8 @@ class BuiltinSettings:
     root: Path
     """Workspace root (absolute, resolved). File tools stay inside it; ``bash`` runs in it."""
     read_only: tuple[Path, ...] = ()
-    """Directories readable outside the root (the skill dirs); never writable."""
+    """Directories readable outside the root (the skill dirs), never writable there; a
+    skill dir inside the root is part of the workspace and writable like the rest of it."""
     confine: bool = True
     """False lifts workspace confinement (for trusted hosts only)."""
     limits: Limits = field(default_factory=Limits)

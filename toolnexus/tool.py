@@ -210,6 +210,7 @@ class Toolkit:
 
     Raises:
         ConfigError: Two tools share a name.
+        TypeError: An item is not a `Tool` (`toolkit` also takes plain functions).
 
     Example::
 
@@ -229,6 +230,11 @@ class Toolkit:
     ) -> None:
         by_name: dict[str, Tool] = {}
         for tool in tools:
+            if not isinstance(tool, Tool):
+                raise TypeError(
+                    f"Toolkit takes Tool objects, not {type(tool).__name__}; "
+                    "use toolnexus.toolkit([...]) to include plain functions"
+                )
             if tool.name in by_name:
                 raise ConfigError(f"duplicate tool name {tool.name!r} in one toolkit")
             by_name[tool.name] = tool
@@ -300,20 +306,24 @@ class Toolkit:
         await self.aclose()
 
 
-def toolkit(tools: Iterable[Tool] = ()) -> Toolkit:
+def toolkit(tools: Iterable[Tool | Callable[..., Any]] = ()) -> Toolkit:
     """Return a `Toolkit` of ``tools``.
 
     Args:
-        tools: The tools; their names must be unique.
+        tools: The tools; their names must be unique. A plain function is turned into a
+            tool as `toolnexus.define_tool` would.
 
     Returns:
         A toolkit without skills or open connections (use `toolnexus.build` for those).
 
     Raises:
-        ConfigError: Two tools share a name.
+        ConfigError: Two tools share a name, or a function cannot be described.
+        TypeError: An item is neither a `Tool` nor a function.
 
     Example::
 
-        tk = toolnexus.toolkit([echo, toolnexus.define_tool(add)])
+        tk = toolnexus.toolkit([echo, add])
     """
-    return Toolkit(tools)
+    from toolnexus._function import as_tool
+
+    return Toolkit(as_tool(item) for item in tools)
