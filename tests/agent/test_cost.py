@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_model_the_docs_name_has_a_price():
     names: set[str] = set()
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        names.update(re.findall(r"gemini-\d[\w.\-]*[A-Za-z0-9]", path.read_text("utf-8")))
+        names.update(re.findall(r"(?<![\w-])gemini-\d[\w.\-]*[A-Za-z0-9]", path.read_text("utf-8")))
     assert names, "the docs name no model?"
     table = price_table()
     missing = sorted(name for name in names if table.lookup(name) is None)
