@@ -10,6 +10,7 @@ TOOLNEXUS_ALL = [
     "Answer",
     "ArgumentError",
     "ConfigError",
+    "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
     "McpServerStatus",
@@ -58,6 +59,7 @@ MODULES = {
     "toolnexus.errors": [
         "ArgumentError",
         "ConfigError",
+        "GeminiSchemaWarning",
         "McpConfigError",
         "ToolError",
         "ToolnexusError",

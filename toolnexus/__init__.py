@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from toolnexus.errors import (
     ArgumentError,
     ConfigError,
+    GeminiSchemaWarning,
     McpConfigError,
     ToolError,
     ToolnexusError,
@@ -90,6 +91,7 @@ __all__ = [
     "Answer",
     "ArgumentError",
     "ConfigError",
+    "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
     "McpServerStatus",
