@@ -13,6 +13,7 @@ from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
+from agent._output import OutputMode, OutputSpec, output_spec
 from agent._retry import RetryPolicy
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
@@ -82,6 +83,9 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int = 2,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -115,6 +119,14 @@ class Agent:
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            output_type: Ask for a typed result: a pydantic model, a dataclass, a TypedDict
+                or a JSON Schema dict. A completed run's ``result.output`` is then the
+                validated value (see the typed-output docs).
+            output_mode: How the typed result is asked for: ``"native"`` (a JSON response
+                schema), ``"tool"`` (a ``final_result`` function) or ``"auto"``: native
+                without tools or on Gemini 3 and newer, tool mode otherwise.
+            output_retries: Invalid typed answers sent back with their problems before the
+                run ends ``"incomplete"`` with limit ``"invalid_output"``.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -139,6 +151,20 @@ class Agent:
             )
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
+        self.output: OutputSpec | None = None
+        """The resolved typed result (``output_type``), or ``None``."""
+        if output_type is not None:
+            self.output = output_spec(
+                output_type,
+                output_mode,
+                output_retries,
+                model=model,
+                has_tools=bool(declarations),
+                tool_names=frozenset(self.toolkit.names),
+            )
+            if self.output.mode == "tool":
+                declarations.append(self.output.declaration())
+            config = _with_output(config, self.output)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
         self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
@@ -162,6 +188,7 @@ class Agent:
             retry=retry or RetryPolicy(),
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
+            output=self.output,
         )
 
     def __repr__(self) -> str:
@@ -365,6 +392,17 @@ class Agent:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _with_output(config: Mapping[str, Any] | None, spec: OutputSpec) -> dict[str, Any]:
+    """Add the typed result's generation fields to ``config``; refuse a config that sets them."""
+    options = dict(config or {})
+    taken = {"response_mime_type", "response_schema", "response_json_schema"} & set(options)
+    if taken:
+        raise ConfigurationError(
+            f"config={{...}} may not set {', '.join(sorted(taken))} together with output_type="
+        )
+    return {**options, **spec.config()}
 
 
 def _check_options(

@@ -36,8 +36,9 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide
 from agent._model import GeminiModel
+from agent._output import Accept, OutputSpec, Reject
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
@@ -85,6 +86,8 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    output: OutputSpec | None = None
+    """The typed result asked for (``Agent(output_type=...)``), or ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,8 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        self.output_rejects = 0
+        """Invalid typed answers sent back so far."""
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -176,6 +181,12 @@ class Run:
             step, self.streaks = decide(
                 fetched, classify(fetched), self.streaks, self.settings.limits
             )
+            if self.settings.output is not None:
+                checked = await self._check_output(self.settings.output, fetched, step)
+                if isinstance(checked, DoneEvent):
+                    yield checked
+                    return
+                step = checked or step
             if isinstance(step, AskAgain):
                 continue
             if isinstance(step, Stop):
@@ -192,6 +203,57 @@ class Run:
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
         yield await self._end(self.result("incomplete", limit="max_turns"))
+
+    async def _check_output(
+        self, spec: OutputSpec, response: ModelResponse, step: AskAgain | RunCalls | Stop
+    ) -> DoneEvent | AskAgain | None:
+        """Check a typed answer; end the run, or send the problems back and ask again.
+
+        Handles a completed answer (native mode: its JSON; tool mode: it should have called
+        the output function) and a turn that calls the output function (tool mode); the
+        turn is then in the transcript with the feedback after it. Returns ``None`` for
+        any other step, which the loop applies as usual.
+        """
+        output_calls = [c for c in response.calls if c.name == spec.tool_name]
+        if isinstance(step, RunCalls) and spec.mode == "tool" and output_calls:
+            verdict = spec.check_call(output_calls[0].args)
+            self._keep(response)
+            if isinstance(verdict, Accept):
+                notes = {spec.tool_name: ToolResult("Final result accepted.")}
+            else:
+                notes = {spec.tool_name: ToolResult(verdict.feedback, is_error=True)}
+            skipped = ToolResult("Not run: the final result was given in the same turn.", True)
+            self.contents.append(
+                function_responses(
+                    [
+                        (c.id, c.name, function_response(notes.get(c.name, skipped)))
+                        for c in response.calls
+                    ]
+                )
+            )
+        elif isinstance(step, Stop) and step.status == "completed":
+            self._keep(response)
+            if spec.mode == "native":
+                verdict = spec.check_text(response.text)
+            else:
+                verdict = Reject(
+                    f"Give your final answer by calling `{spec.tool_name}` with it as the "
+                    "arguments, not as text."
+                )
+            if isinstance(verdict, Reject):
+                self.contents.append(user_content(verdict.feedback))
+        else:
+            return None
+        if isinstance(verdict, Accept):
+            done = self.result("completed", text=response.text, output=verdict.value)
+            return await self._end(done)
+        self.output_rejects += 1
+        if self.output_rejects > spec.retries:
+            return await self._end(
+                self.result("incomplete", text=response.text, limit="invalid_output")
+            )
+        await self._checkpoint(None)
+        return AskAgain()
 
     def _keep(self, response: ModelResponse) -> None:
         """Append the model's turn to the transcript, as received."""
@@ -445,8 +507,10 @@ class Run:
         reason: str | None = None,
         limit: Limit | None = None,
         pending: Request | None = None,
+        output: Any = None,
     ) -> RunResult:
         """Snapshot the run as a `RunResult`."""
+        spec = self.settings.output
         return RunResult(
             status=status,
             text=text,
@@ -461,6 +525,8 @@ class Run:
             model=self.model_version or self.settings.model.name,
             pending=pending,
             retries=tuple(self.retries),
+            output=output,
+            output_json=spec.dump(output) if spec is not None else None,
         )
 
 

@@ -15,7 +15,12 @@ Status = Literal["completed", "pending", "blocked", "incomplete"]
 """How a run ended: see `RunResult.status`."""
 
 Limit = Literal[
-    "max_turns", "repeated_call", "malformed_function_call", "max_tokens", "empty_response"
+    "max_turns",
+    "repeated_call",
+    "malformed_function_call",
+    "max_tokens",
+    "empty_response",
+    "invalid_output",
 ]
 """Which limit ended an ``"incomplete"`` run."""
 
@@ -101,8 +106,9 @@ class RunResult:
       reason (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...) or a hook's veto.
     - ``"incomplete"``: a limit ended the run; ``limit`` names it (``"max_turns"``,
       ``"repeated_call"``, ``"malformed_function_call"``, ``"max_tokens"``,
-      ``"empty_response"``). The partial result carried by a `RunError` is also
-      ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming the failure.
+      ``"empty_response"``, ``"invalid_output"``). The partial result carried by a
+      `RunError` is also ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming
+      the failure.
     """
 
     status: Status
@@ -132,6 +138,11 @@ class RunResult:
     """The `Request` a suspended run waits on."""
     retries: tuple[RetryEvent, ...] = ()
     """Every retried model call, in order."""
+    output: Any = None
+    """The typed result (``Agent(output_type=T)``): an instance of ``T`` (a dict for a JSON
+    Schema) when the run completed, else ``None``. ``text`` stays the raw text."""
+    output_json: Any = None
+    """``output`` as JSON-ready data (what ``to_dict`` and ``--json`` carry)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the whole result (for ``--json`` output)."""
@@ -149,4 +160,5 @@ class RunResult:
             "model": self.model,
             "pending": dict(self.pending) if self.pending is not None else None,
             "retries": [retry.to_dict() for retry in self.retries],
+            "output": self.output_json,
         }

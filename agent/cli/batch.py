@@ -25,6 +25,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
+from agent.cli.run import load_output_type
 from agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -50,7 +51,9 @@ which win over the command-line flags.
 
 output: one JSON line per finished task, written as it finishes:
   {{"id": ..., "status": "completed", "text": ..., "usage": {{...}}, "turns": 2,
-   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null}}
+   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
+   "output": null}}
+`output` is the typed answer with --output-schema (else null).
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
 (--retry-failed runs the failed ones again).
@@ -109,6 +112,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=4,
         metavar="N",
         help="tasks run at the same time (default: 4)",
+    )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE|MODULE:MODEL",
+        help="ask every task for a typed answer (as `run --output-schema`); each result "
+        "line carries it as `output`",
     )
     parser.add_argument(
         "--retry-failed",
@@ -333,6 +342,7 @@ def command(args: argparse.Namespace) -> int:
     err = sys.stderr
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    args.output_type = load_output_type(args.output_schema)
     finished = read_finished(args.out, err)
     todo = [
         task
@@ -384,7 +394,13 @@ async def _batch(
             max_turns = task.max_turns or args.max_turns
             key = (model, prompt, max_turns)
             if key not in agents:
-                agents[key] = factory.make(toolkit, model=model, system=prompt, max_turns=max_turns)
+                agents[key] = factory.make(
+                    toolkit,
+                    model=model,
+                    system=prompt,
+                    max_turns=max_turns,
+                    output_type=args.output_type,
+                )
             return agents[key]
 
         async def worker() -> None:
@@ -428,6 +444,7 @@ async def _run_task(
         tool_calls=len(result.tool_calls),
         reason=result.reason,
         limit=result.limit,
+        output=result.output_json,
     )
     if error:
         record["error"] = error

@@ -10,7 +10,8 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import TYPE_CHECKING, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
@@ -18,7 +19,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
-from agent.cli._toolkit import check_toolkit_flags
+from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
@@ -77,6 +78,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--session", metavar="ID", help="continue the conversation ID (needs --store)"
     )
     parser.add_argument(
+        "--output-schema",
+        metavar="FILE|MODULE:MODEL",
+        help="ask for a typed answer: a JSON Schema file, or a pydantic model (or dataclass, "
+        "TypedDict) importable from the current dir; --json then carries it as `output`",
+    )
+    parser.add_argument(
         "--store", metavar="PATH", help="the SQLite file that keeps --session conversations"
     )
     add_toolkit_flags(parser)
@@ -95,6 +102,7 @@ def command(args: argparse.Namespace) -> int:
         raise CliError("run: the prompt is empty")
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    args.output_type = load_output_type(args.output_schema)
     with agent_log(args.verbose):
         return asyncio.run(_run(args, prompt, own, system))
 
@@ -114,6 +122,7 @@ async def _run(
             max_turns=args.max_turns,
             wait_for=asker if asker.available() else None,
             store=store,
+            output_type=args.output_type,
         )
         failed: str | None = None
         try:
@@ -138,6 +147,26 @@ async def _run(
     else:
         _report_end(result, failed, err, args.session)
     return EXIT_FAILED if failed is not None else exit_code(result)
+
+
+def load_output_type(spec: str | None) -> Any:
+    """Return the output type of ``--output-schema``: a JSON Schema file's dict, or an import.
+
+    Raises:
+        CliError: The file is not a JSON object, or the import fails.
+    """
+    if spec is None:
+        return None
+    path = Path(spec)
+    if not path.is_file():
+        return import_attr("--output-schema", spec, "models:Weather")
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"--output-schema: cannot read {spec}: {exc}") from None
+    if not isinstance(schema, dict):
+        raise CliError(f"--output-schema: {spec} must hold a JSON Schema object")
+    return schema
 
 
 def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str | None) -> None:

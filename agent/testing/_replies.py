@@ -28,6 +28,7 @@ __all__ = [
     "error",
     "expect",
     "function_call",
+    "json_output",
     "malformed_function_call",
     "reply",
     "text",
@@ -182,6 +183,22 @@ def thought(value: str, *, signature: bytes | None = None) -> TextPart:
         The part, for `reply` or as a script entry on its own.
     """
     return TextPart(value, thought=True, signature=signature)
+
+
+def json_output(value: Any) -> TextPart:
+    """Build a text part holding ``value`` as JSON: a structured-output answer.
+
+    Example::
+
+        FakeGemini([json_output({"city": "Paris", "temp_c": 21})])
+
+    Args:
+        value: Any JSON-ready value (a dict, a list, a number...).
+
+    Returns:
+        The part, for `reply` or as a script entry on its own.
+    """
+    return TextPart(json.dumps(value))
 
 
 def function_call(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from agent._capabilities import accepts_schema_with_tools
 from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
 
 __all__ = ["check_request", "normalize"]
@@ -171,16 +172,35 @@ class _Invalid(Exception):
     """One broken rule; its message goes into the 400 body."""
 
 
-def check_request(body: Any, book: SignatureBook | None = None) -> str | None:
+def check_request(
+    body: Any, book: SignatureBook | None = None, *, model: str | None = None
+) -> str | None:
     """Return why the real API would refuse this (normalised) request body, or ``None``.
 
-    ``book`` enables the thought-signature rules; without it they are skipped.
+    ``book`` enables the thought-signature rules; without it they are skipped. ``model``
+    (the name in the path) enables the rules that differ between model generations.
     """
     try:
         _check(body, book)
+        if model is not None:
+            _check_model_features(body, model)
     except _Invalid as exc:
         return str(exc)
     return None
+
+
+def _check_model_features(body: dict[str, Any], model: str) -> None:
+    """Refuse what ``model``'s generation does not take (Gemini 2.x: schema + functions)."""
+    config = body.get("generationConfig")
+    json_mime = isinstance(config, dict) and config.get("responseMimeType") == "application/json"
+    functions = any(
+        isinstance(tool, dict) and tool.get("functionDeclarations")
+        for tool in body.get("tools") or []
+    )
+    if json_mime and functions and not accepts_schema_with_tools(model):
+        raise _Invalid(
+            "Function calling with a response mime type: 'application/json' is unsupported"
+        )
 
 
 def _check(body: Any, book: SignatureBook | None) -> None:

@@ -228,3 +228,24 @@ def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     assert retry + "[1/1] flaky completed" in err
     (record,) = _records(workdir / "r.jsonl")
     assert record["text"] == "done" and len(fake.requests) == 2
+
+
+def test_batch_records_carry_the_typed_output(cli: Cli, workdir: Path) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    (workdir / "schema.json").write_text(json.dumps(schema), "utf-8")
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "a", "prompt": "n?"}]), "utf-8")
+    fake = FakeGemini(['{"n": 7}'])
+    with fake.serve() as server:
+        code, _, err = cli(
+            "batch",
+            "tasks.yaml",
+            "--out",
+            "out.jsonl",
+            "--output-schema",
+            "schema.json",
+            "--no-builtins",
+            server=server,
+        )
+    assert code == 0, err
+    [line] = (workdir / "out.jsonl").read_text("utf-8").splitlines()
+    assert json.loads(line)["output"] == {"n": 7}

@@ -249,3 +249,30 @@ def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
 
     assert issubclass(CliError, ConfigurationError) and issubclass(CliError, AgentError)
     assert CliError("--x: bad").code == EXIT_USAGE
+
+
+def test_run_output_schema_file_and_model_carry_output(cli: Cli, workdir: Path) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    (workdir / "schema.json").write_text(json.dumps(schema), "utf-8")
+    (workdir / "outmodels.py").write_text(
+        "import pydantic\n\nclass City(pydantic.BaseModel):\n    city: str\n", "utf-8"
+    )
+    for spec in ("schema.json", "outmodels:City"):
+        fake = FakeGemini(['{"city": "Paris"}'])
+        with fake.serve() as server:
+            code, out, err = cli(
+                "run",
+                "--json",
+                "--no-builtins",
+                "--output-schema",
+                spec,
+                "Capital of France?",
+                server=server,
+            )
+        assert code == 0, err
+        assert json.loads(out)["output"] == {"city": "Paris"}
+        assert fake.requests[0].body["generationConfig"]["responseJsonSchema"]["required"] == [
+            "city"
+        ]
+    code, _, err = cli("run", "--output-schema", "nomodule:X", "hi")
+    assert code == 2 and "cannot import nomodule" in err

@@ -45,6 +45,7 @@ def test_public_names_are_pinned() -> None:
         "error",
         "expect",
         "function_call",
+        "json_output",
         "load_scenario",
         "malformed_function_call",
         "read_scenario",

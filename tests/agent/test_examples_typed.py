@@ -1,0 +1,30 @@
+"""The typed-output, image and grounding examples run offline (no key) end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(name: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_typed_output_example_runs_offline() -> None:
+    out = _run("typed_output.py")
+    assert "[completed] mode=native" in out
+    assert "Forecast(city='Paris', temp_c=21, advice='Sunglasses.')" in out
