@@ -8,6 +8,7 @@ import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._builtin_tools import builtin_tools as builtin_tools_of
 from agent._client import ClientSettings
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
@@ -15,6 +16,7 @@ from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
 from agent._output import OutputMode, OutputSpec, output_spec
 from agent._retry import RetryPolicy
+from agent._settings import Thinking, ToolChoice, generation_options
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
@@ -86,6 +88,12 @@ class Agent:
         output_type: Any = None,
         output_mode: OutputMode = "auto",
         output_retries: int = 2,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
+        thinking: Thinking | None = None,
+        include_thoughts: bool | None = None,
+        tool_choice: ToolChoice | None = None,
+        builtin_tools: Sequence[str | Any] = (),
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -127,6 +135,17 @@ class Agent:
                 without tools or on Gemini 3 and newer, tool mode otherwise.
             output_retries: Invalid typed answers sent back with their problems before the
                 run ends ``"incomplete"`` with limit ``"invalid_output"``.
+            temperature: Sampling temperature (Gemini 3 works best at the default 1.0).
+            max_output_tokens: The longest answer, in tokens (thinking counts against it).
+            thinking: A thinking level (``"minimal"``, ``"low"``, ``"medium"``,
+                ``"high"``) or a token budget; sent as the level or the budget the model
+                takes, mapped as the settings docs show.
+            include_thoughts: Ask for thought summaries (`ThoughtEvent`s in a stream).
+            tool_choice: ``"auto"``, ``"any"`` (must call a function), ``"none"``, or the
+                names of the functions the model must choose among.
+            builtin_tools: Gemini's own tools to offer beside the toolkit, by name
+                (``"google_search"``, ``"url_context"``, ``"code_execution"``,
+                ``"google_maps"``) or as ``google.genai`` ``types.Tool`` objects.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -167,6 +186,16 @@ class Agent:
             config = _with_output(config, self.output)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
+        config = generation_options(
+            model,
+            config,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            thinking=thinking,
+            include_thoughts=include_thoughts,
+            tool_choice=tool_choice,
+            tool_names=[d["name"] for d in self.declarations],
+        )
         self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
         """The system instruction sent with every request (``None`` when empty)."""
         self._model = GeminiModel.build(
@@ -175,6 +204,7 @@ class Agent:
             declarations=self.declarations,
             options=config,
             client=client,
+            builtin=builtin_tools_of(builtin_tools),
             settings=ClientSettings(
                 api_key, http_client, base_url, api_version, vertexai, project, location, timeout
             ),

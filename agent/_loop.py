@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent._builtin_tools import Grounding, code_runs, grounding_of
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._contents import (
@@ -44,8 +45,10 @@ from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
+    CodeExecutionEvent,
     DoneEvent,
     Event,
+    GroundingEvent,
     PendingEvent,
     RetryEvent,
     ToolCall,
@@ -151,6 +154,8 @@ class Run:
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
         self.output_rejects = 0
         """Invalid typed answers sent back so far."""
+        self.grounding: Grounding | None = None
+        """What built-in search / URL-context tools grounded, over the run."""
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -255,6 +260,16 @@ class Run:
         await self._checkpoint(None)
         return AskAgain()
 
+    def _server_tools(self, response: ModelResponse) -> list[Event]:
+        """Report what Gemini's built-in tools did in ``response``; collect its grounding."""
+        turn = self.turns + 1  # reported before the response is counted
+        events: list[Event] = [CodeExecutionEvent(turn, run) for run in code_runs(response.content)]
+        found = grounding_of(response.raw)
+        if found is not None:
+            self.grounding = found if self.grounding is None else self.grounding + found
+            events.append(GroundingEvent(turn, found))
+        return events
+
     def _keep(self, response: ModelResponse) -> None:
         """Append the model's turn to the transcript, as received."""
         if response.content is not None:
@@ -340,6 +355,8 @@ class Run:
                 return
             if changed is not None:
                 response = model.parse(changed)
+        for event in self._server_tools(response):
+            yield event
         yield response
 
     def _on_retry(
@@ -527,6 +544,7 @@ class Run:
             retries=tuple(self.retries),
             output=output,
             output_json=spec.dump(output) if spec is not None else None,
+            grounding=self.grounding,
         )
 
 

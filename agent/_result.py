@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from agent._builtin_tools import Grounding
     from agent.events import RetryEvent
     from toolnexus import Request, ToolResult
 
@@ -143,6 +144,9 @@ class RunResult:
     Schema) when the run completed, else ``None``. ``text`` stays the raw text."""
     output_json: Any = None
     """``output`` as JSON-ready data (what ``to_dict`` and ``--json`` carry)."""
+    grounding: Grounding | None = None
+    """What Google Search / URL context contributed over the run (queries, sources with
+    URI and title, URL statuses); ``None`` when no built-in tool grounded anything."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the whole result (for ``--json`` output)."""
@@ -161,4 +165,5 @@ class RunResult:
             "pending": dict(self.pending) if self.pending is not None else None,
             "retries": [retry.to_dict() for retry in self.retries],
             "output": self.output_json,
+            "grounding": self.grounding.to_dict() if self.grounding is not None else None,
         }

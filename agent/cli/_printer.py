@@ -18,8 +18,10 @@ import json
 from typing import TYPE_CHECKING, TextIO
 
 from agent.events import (
+    CodeExecutionEvent,
     DoneEvent,
     Event,
+    GroundingEvent,
     RetryEvent,
     TextEvent,
     ThoughtEvent,
@@ -114,6 +116,17 @@ class EventPrinter:
             self._line(describe_result(event.call, event.result))
         elif isinstance(event, RetryEvent):
             self._line(describe_retry(event))
+        elif isinstance(event, CodeExecutionEvent):
+            code = "\n".join("   " + line for line in event.run.code.rstrip().splitlines())
+            outcome = event.run.outcome or "no result"
+            output = event.run.output.rstrip() or "(no output)"
+            self._line(f"(code execution) {event.run.language.lower()}:\n{code}")
+            self._line(f"(code output, {outcome}) {output}")
+        elif isinstance(event, GroundingEvent):
+            for query in event.grounding.queries:
+                self._line(f"(searched) {query}")
+            for source in event.grounding.sources:
+                self._line(f"(source) {source.title} <{source.uri}>")
 
     def close(self) -> None:
         """Finish the output: show pending thoughts and end the answer's last line."""

@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from agent._capabilities import accepts_schema_with_tools
-from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
+from agent.testing._signatures import (
+    SERVER_PART_KINDS,
+    SignatureBook,
+    decode_signature,
+    is_dummy,
+)
 
 __all__ = ["check_request", "normalize"]
 
@@ -184,23 +189,71 @@ def check_request(
         _check(body, book)
         if model is not None:
             _check_model_features(body, model)
+        if book is not None:
+            _check_server_parts(body.get("contents") or [], book)
     except _Invalid as exc:
         return str(exc)
     return None
 
 
 def _check_model_features(body: dict[str, Any], model: str) -> None:
-    """Refuse what ``model``'s generation does not take (Gemini 2.x: schema + functions)."""
+    """Refuse what ``model``'s generation does not take.
+
+    Gemini 2.x: no JSON response schema with tools, no built-in tools beside functions, no
+    server-side invocation flag. Gemini 3: built-in tools beside functions need the flag.
+    """
     config = body.get("generationConfig")
     json_mime = isinstance(config, dict) and config.get("responseMimeType") == "application/json"
-    functions = any(
-        isinstance(tool, dict) and tool.get("functionDeclarations")
-        for tool in body.get("tools") or []
-    )
-    if json_mime and functions and not accepts_schema_with_tools(model):
+    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
+    functions = any(tool.get("functionDeclarations") for tool in tools)
+    builtin = any(set(tool) - {"functionDeclarations"} for tool in tools)
+    tool_config = body.get("toolConfig")
+    flag = isinstance(tool_config, dict) and tool_config.get("includeServerSideToolInvocations")
+    if accepts_schema_with_tools(model):
+        if builtin and functions and not flag:
+            raise _Invalid(
+                "Please enable tool_config.include_server_side_tool_invocations to use "
+                "Built-in tools with Function calling."
+            )
+        return
+    if json_mime and functions:
         raise _Invalid(
             "Function calling with a response mime type: 'application/json' is unsupported"
         )
+    if json_mime and builtin:
+        raise _Invalid("Tool use with a response mime type: 'application/json' is unsupported")
+    if builtin and functions:
+        raise _Invalid("Tool use with function calling is unsupported")
+    if flag:
+        raise _Invalid("Tool call context circulation is not enabled")
+
+
+def _check_server_parts(contents: list[Any], book: SignatureBook) -> None:
+    """Server-side tool parts this fake sent must come back exactly as received."""
+    for index, content in enumerate(contents):
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        for position, part in enumerate(content.get("parts") or []):
+            for kind in SERVER_PART_KINDS:
+                body = part.get(kind) if isinstance(part, dict) else None
+                if not isinstance(body, dict):
+                    continue
+                sent = book.server_parts.get((kind, str(body.get("id"))))
+                if sent is not None and not _same_part(part, sent):
+                    raise _Invalid(
+                        f"* GenerateContentRequest.contents[{index}].parts[{position}]: the "
+                        f"{kind} part (id {body['id']!r}) differs from the one the model "
+                        "returned; send server-side tool parts back exactly as received, "
+                        "thought signature included."
+                    )
+
+
+def _same_part(echoed: dict[str, Any], sent: dict[str, Any]) -> bool:
+    def plain(part: dict[str, Any]) -> tuple[Any, Any]:
+        rest = {k: v for k, v in part.items() if k != "thoughtSignature"}
+        return rest, decode_signature(part.get("thoughtSignature"))
+
+    return plain(echoed) == plain(sent)
 
 
 def _check(body: Any, book: SignatureBook | None) -> None:

@@ -28,3 +28,10 @@ def test_typed_output_example_runs_offline() -> None:
     out = _run("typed_output.py")
     assert "[completed] mode=native" in out
     assert "Forecast(city='Paris', temp_c=21, advice='Sunglasses.')" in out
+
+
+def test_search_grounding_example_runs_offline() -> None:
+    out = _run("search_grounding.py")
+    assert "jazz festival" in out
+    assert "searched: paris events today" in out
+    assert "[1] example.org <https://example.org/paris-jazz>" in out
