@@ -13,6 +13,7 @@ from agent._client import ClientSettings
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._loop import Checkpoint, Run, Settings, WaitFor
+from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._output import OutputMode, OutputSpec, output_spec
 from agent._retry import RetryPolicy
@@ -226,7 +227,7 @@ class Agent:
 
     async def run(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -248,7 +249,9 @@ class Agent:
                                                  "data": "yes"})
 
         Args:
-            prompt: The new user message; optional when continuing ``history``.
+            prompt: The new user message: text, or a list of parts (``str``,
+                ``pathlib.Path``, `toolnexus.Attachment`, a ``types.Part`` or a part dict)
+                to send files with it; optional when continuing ``history``.
             history: An earlier conversation to continue: ``result.contents`` of a previous
                 run, or Gemini Content dicts.
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
@@ -278,7 +281,7 @@ class Agent:
 
     def run_sync(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -315,7 +318,7 @@ class Agent:
 
     def stream(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -360,7 +363,7 @@ class Agent:
 
     async def _events(
         self,
-        prompt: str | None,
+        prompt: Prompt | None,
         history: Sequence[Any] | None,
         answer: Answer | None,
         session: str | None,

@@ -38,6 +38,12 @@ from agent._contents import (
     user_content,
 )
 from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide
+from agent._media import (
+    Prompt,
+    function_response_content,
+    multimodal_function_responses,
+    prompt_content,
+)
 from agent._model import GeminiModel
 from agent._output import Accept, OutputSpec, Reject
 from agent._response import Call, ModelResponse, calls_of
@@ -115,7 +121,7 @@ class Run:
     def __init__(
         self,
         settings: Settings,
-        prompt: str | None,
+        prompt: Prompt | None,
         history: Sequence[Any] | None,
         answer: Answer | None,
         save: Checkpoint | None = None,
@@ -167,7 +173,7 @@ class Run:
             yield await self._end(self.result("pending", pending=waiting[0]))
             return
         if self.prompt is not None:
-            self.contents.append(user_content(self.prompt))
+            self.contents.append(prompt_content(self.prompt))
         while self.turns < self.settings.max_turns:
             fetched: ModelResponse | Vetoed | None = None
             async with contextlib.aclosing(self._fetch()) as items:
@@ -442,11 +448,11 @@ class Run:
         pending: Request | None = None
         for call, (args, result) in zip(calls, results, strict=True):
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-            responses.append(
-                (call.id, call.name, function_response(result, pending=result.pending))
-            )
+            response = function_response(result, pending=result.pending)
+            responses.append((call.id, call.name, response, result.attachments))
             pending = pending or result.pending
-        self.contents.append(function_responses(responses))
+        multimodal = multimodal_function_responses(self.settings.model.name)
+        self.contents.append(function_response_content(responses, multimodal=multimodal))
         await self._checkpoint(pending)
 
     def _refuse(self, calls: Sequence[Call], note: str) -> None:

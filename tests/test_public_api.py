@@ -9,6 +9,7 @@ import pytest
 TOOLNEXUS_ALL = [
     "Answer",
     "ArgumentError",
+    "Attachment",
     "ConfigError",
     "GeminiSchemaWarning",
     "Limits",

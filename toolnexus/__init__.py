@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._attachment import Attachment
 from toolnexus.errors import (
     ArgumentError,
     ConfigError,
@@ -90,6 +91,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Answer",
     "ArgumentError",
+    "Attachment",
     "ConfigError",
     "GeminiSchemaWarning",
     "Limits",

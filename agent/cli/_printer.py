@@ -32,6 +32,7 @@ from agent.events import (
 
 if TYPE_CHECKING:
     from agent import Agent, RunResult
+    from agent._media import Prompt
     from toolnexus import ToolResult
 
 __all__ = ["EventPrinter", "describe_call", "describe_result", "describe_retry", "stream_run"]
@@ -154,7 +155,7 @@ class EventPrinter:
 
 
 async def stream_run(
-    agent: Agent, prompt: str | None, printer: EventPrinter, *, session: str | None = None
+    agent: Agent, prompt: Prompt | None, printer: EventPrinter, *, session: str | None = None
 ) -> RunResult:
     """Stream one run of ``agent`` through ``printer`` and return its result.
 

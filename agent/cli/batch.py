@@ -25,7 +25,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
-from agent.cli.run import load_output_type
+from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `ta
     - id: todo
       prompt: List the TODO comments under src/.
       model: gemini-2.5-pro            # per-task overrides: model, system, max_turns
+    - id: chart
+      prompt: What does this chart show?
+      files: [chart.png]               # sent with the prompt (images, PDFs, audio...)
 
 Each task needs a unique `id` and a `prompt`. A task's own fields win over `defaults`,
 which win over the command-line flags.
@@ -68,7 +71,7 @@ exit code: 0 when every task completed, 1 when any did not, 2 for a usage error,
 
 {EXIT_CODES_HELP}"""
 
-_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns"})
+_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns", "files"})
 _DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
 _BAR_WIDTH = 30
 
@@ -87,6 +90,8 @@ class Task:
     """The task's system prompt (else ``--system``)."""
     max_turns: int | None = None
     """The task's turn limit (else ``--max-turns``)."""
+    files: tuple[str, ...] = ()
+    """Files sent with the prompt (paths relative to the current directory)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -207,7 +212,10 @@ def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
     for name, value in (("model", model), ("system", system)):
         if value is not None and not isinstance(value, str):
             raise CliError(f"batch: {where} ({task_id}): `{name}` must be text")
-    return Task(str(task_id), prompt, model, system, max_turns)
+    files = item.get("files") or []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise CliError(f"batch: {where} ({task_id}): `files` must be a list of paths")
+    return Task(str(task_id), prompt, model, system, max_turns, tuple(files))
 
 
 def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
@@ -425,7 +433,7 @@ async def _run_task(
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        result = await agent_for(task).run(task.prompt)
+        result = await agent_for(task).run(with_files(task.prompt, list(task.files)))
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)

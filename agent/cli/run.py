@@ -24,6 +24,7 @@ from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import RunResult
+    from agent._media import Prompt
     from toolnexus import Tool
 
 __all__ = ["add_parser", "command"]
@@ -78,6 +79,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--session", metavar="ID", help="continue the conversation ID (needs --store)"
     )
     parser.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="send this file (an image, a PDF, audio...) with the prompt; repeatable",
+    )
+    parser.add_argument(
         "--output-schema",
         metavar="FILE|MODULE:MODEL",
         help="ask for a typed answer: a JSON Schema file, or a pydantic model (or dataclass, "
@@ -104,11 +112,27 @@ def command(args: argparse.Namespace) -> int:
     system = read_system(args.system)
     args.output_type = load_output_type(args.output_schema)
     with agent_log(args.verbose):
-        return asyncio.run(_run(args, prompt, own, system))
+        return asyncio.run(_run(args, with_files(prompt, args.file), own, system))
+
+
+def with_files(prompt: str | None, files: list[str]) -> Prompt | None:
+    """Return the prompt with ``--file`` paths after its text (the text alone without files).
+
+    Raises:
+        CliError: A file does not exist, or files are given without a prompt.
+    """
+    if not files:
+        return prompt
+    if prompt is None:
+        raise CliError("--file goes with a PROMPT")
+    for name in files:
+        if not Path(name).is_file():
+            raise CliError(f"--file: no such file: {name}")
+    return [prompt, *(Path(name) for name in files)]
 
 
 async def _run(
-    args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
+    args: argparse.Namespace, prompt: Prompt | None, own: list[Tool], system: str | None
 ) -> int:
     from agent import SessionBusyError, SqliteStore
 

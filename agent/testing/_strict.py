@@ -191,6 +191,7 @@ def check_request(
             _check_model_features(body, model)
         if book is not None:
             _check_server_parts(body.get("contents") or [], book)
+        _check_inline_size(body.get("contents") or [])
     except _Invalid as exc:
         return str(exc)
     return None
@@ -209,6 +210,8 @@ def _check_model_features(body: dict[str, Any], model: str) -> None:
     builtin = any(set(tool) - {"functionDeclarations"} for tool in tools)
     tool_config = body.get("toolConfig")
     flag = isinstance(tool_config, dict) and tool_config.get("includeServerSideToolInvocations")
+    if not accepts_schema_with_tools(model):
+        _check_no_function_response_parts(body.get("contents") or [])
     if accepts_schema_with_tools(model):
         if builtin and functions and not flag:
             raise _Invalid(
@@ -226,6 +229,39 @@ def _check_model_features(body: dict[str, Any], model: str) -> None:
         raise _Invalid("Tool use with function calling is unsupported")
     if flag:
         raise _Invalid("Tool call context circulation is not enabled")
+
+
+INLINE_LIMIT = 100 * 1024 * 1024
+"""The most bytes of inline data (decoded) one request may carry."""
+
+
+def _check_inline_size(contents: list[Any]) -> None:
+    total = 0
+    for content in contents:
+        for part in (content.get("parts") or []) if isinstance(content, dict) else []:
+            inline = part.get("inlineData") if isinstance(part, dict) else None
+            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                total += len(inline["data"]) * 3 // 4
+    if total > INLINE_LIMIT:
+        raise _Invalid(
+            f"Request payload size exceeds the limit: {INLINE_LIMIT} bytes. (The request "
+            f"carries about {total} bytes of inline data; upload large files with the Files "
+            "API and send them as fileData.)"
+        )
+
+
+def _check_no_function_response_parts(contents: list[Any]) -> None:
+    """Gemini 2.x has no multimodal function responses."""
+    for index, content in enumerate(contents):
+        for position, part in enumerate(content.get("parts") or []):
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict) and response.get("parts"):
+                raise _Invalid(
+                    f"* GenerateContentRequest.contents[{index}].parts[{position}]."
+                    "function_response.parts: multimodal function responses are not supported "
+                    "by this model. (Send files as inlineData or fileData parts of the user "
+                    "content instead.)"
+                )
 
 
 def _check_server_parts(contents: list[Any], book: SignatureBook) -> None:

@@ -35,3 +35,9 @@ def test_search_grounding_example_runs_offline() -> None:
     assert "jazz festival" in out
     assert "searched: paris events today" in out
     assert "[1] example.org <https://example.org/paris-jazz>" in out
+
+
+def test_image_question_example_runs_offline() -> None:
+    out = _run("image_question.py")
+    assert "the photo matches the swatch" in out
+    assert "[completed] 2 turns" in out

@@ -276,3 +276,16 @@ def test_run_output_schema_file_and_model_carry_output(cli: Cli, workdir: Path) 
         ]
     code, _, err = cli("run", "--output-schema", "nomodule:X", "hi")
     assert code == 2 and "cannot import nomodule" in err
+
+
+def test_run_file_sends_the_image_with_the_prompt(cli: Cli, workdir: Path) -> None:
+    (workdir / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    fake = FakeGemini(["A dot."])
+    with fake.serve() as server:
+        code, out, err = cli("run", "--no-builtins", "--file", "dot.png", "What?", server=server)
+    assert (code, out) == (0, "A dot.\n"), err
+    parts = fake.requests[0].contents[0]["parts"]
+    assert parts[0] == {"text": "What?"}
+    assert parts[1]["inlineData"]["mimeType"] == "image/png"
+    code, _, err = cli("run", "--file", "missing.png", "What?")
+    assert (code, err.strip()) == (2, "--file: no such file: missing.png")
