@@ -26,6 +26,7 @@ from typing import Any
 
 from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._arguments import whole_number
+from toolnexus.builtins._media import check_size, media_result, media_type_of
 from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
@@ -37,7 +38,7 @@ from toolnexus.builtins._text import (
     match_line_endings,
 )
 from toolnexus.builtins._workspace import MAX_PATH, Workspace, os_error, path_locks
-from toolnexus.tool import Handler, ToolContext, ToolError
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 __all__ = ["apply_patch_handler", "edit_handler", "read_handler", "write_handler"]
 
@@ -196,13 +197,17 @@ def read_handler(settings: BuiltinSettings) -> Handler:
     """Return the handler of the ``read`` tool for ``settings``' workspace."""
     ws, limits = Workspace(settings), settings.limits
 
-    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
         offset = whole_number(args, "offset", 1, _MOST_LINES)
         limit = whole_number(args, "limit", limits.read_lines, _MOST_LINES)
         path = _resolve(ws, args["path"])
         shown = ws.display(path)
         _check_file(path, shown)
         try:
+            media = media_type_of(path.name)
+            if media is not None:  # an image or PDF: the model gets the file itself
+                check_size(path.stat().st_size, shown)
+                return media_result(path.read_bytes(), media, shown)
             return read_window(path, shown, offset, limit, limits)
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
