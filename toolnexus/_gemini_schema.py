@@ -32,10 +32,10 @@ from typing import Any
 
 from toolnexus.errors import GeminiSchemaWarning
 
-__all__ = ["gemini_parameters", "json_schema_parameters"]
+__all__ = ["SCHEMA_KEYWORDS", "gemini_parameters", "json_schema_parameters"]
 
 
-_KEEP = frozenset(
+SCHEMA_KEYWORDS = frozenset(
     {
         "type",
         "format",
@@ -61,7 +61,8 @@ _KEEP = frozenset(
         "maximum",
     }
 )
-"""Keywords ``types.Schema`` accepts (camelCase, as on the wire)."""
+"""Keywords of Gemini's ``parameters`` Schema that carry over from JSON Schema as they are
+(camelCase, as on the wire)."""
 
 _SILENT_DROP = frozenset(
     {
@@ -141,7 +142,7 @@ class _Converter:
                 if key == "additionalProperties" and isinstance(value, Mapping) and value:
                     self.warn(where, key, "is a schema (a map of free keys)")
                 continue
-            if key in _KEEP:
+            if key in SCHEMA_KEYWORDS:
                 out[key] = copy.deepcopy(value)
             else:
                 self.warn(where, key, "has no equivalent")

@@ -20,6 +20,7 @@ from agent.testing._signatures import (
     decode_signature,
     is_dummy,
 )
+from toolnexus._gemini_schema import SCHEMA_KEYWORDS
 
 __all__ = ["check_request", "normalize"]
 
@@ -93,35 +94,7 @@ _DECLARATION_KEYS: Final = frozenset(
         "behavior",
     }
 )
-_SCHEMA_KEYS: Final = frozenset(
-    {
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
-        "additionalProperties",
-        "ref",
-        "defs",
-    }
-)
+_SCHEMA_KEYS: Final = SCHEMA_KEYWORDS | {"additionalProperties", "ref", "defs"}
 _SCHEMA_TYPES: Final = frozenset(
     {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 )

@@ -1,4 +1,4 @@
-"""The quick-start example runs offline (no key) end to end."""
+"""The examples run offline (no key) end to end."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_quickstart_runs_offline():
+def run_example(name: str) -> str:
+    """Run ``examples/NAME`` without an API key (so against the fake); return its stdout."""
     env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "agent_quickstart.py")],
+        [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
         text=True,
         env=env,
@@ -21,6 +22,11 @@ def test_quickstart_runs_offline():
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "-> skill({'name': 'hello-world'})" in done.stdout
-    assert "<- forecast: Sunny in Paris, 21 C" in done.stdout
-    assert "[completed] 3 turns" in done.stdout
+    return done.stdout
+
+
+def test_quickstart_runs_offline():
+    out = run_example("agent_quickstart.py")
+    assert "-> skill({'name': 'hello-world'})" in out
+    assert "<- forecast: Sunny in Paris, 21 C" in out
+    assert "[completed] 3 turns" in out

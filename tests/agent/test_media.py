@@ -17,7 +17,6 @@ from toolnexus import Attachment, ToolContext, ToolResult
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
 
 
-
 def _decode(value: str) -> bytes:
     return base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "==")
 
