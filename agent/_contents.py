@@ -18,6 +18,7 @@ from toolnexus import Request
 __all__ = [
     "Config",
     "Content",
+    "check_prompt",
     "function_responses",
     "make_config",
     "pending_requests",
@@ -100,6 +101,22 @@ def _with_server_side_invocations(tool_config: Any) -> types.ToolConfig:
         except ValueError as exc:
             raise ConfigurationError(f"Invalid tool_config: {exc}") from None
     return base.model_copy(update={"include_server_side_tool_invocations": True})
+
+
+def check_prompt(prompt: object) -> None:
+    """Refuse a prompt the loop cannot send, before anything is sent.
+
+    A prompt is a ``str`` or a list (tuple) of parts; the parts themselves are checked
+    when the prompt is turned into a Content (`agent._media.prompt_content`).
+
+    Raises:
+        TypeError: ``prompt`` is neither a ``str`` nor a list of parts (a number, bytes...).
+    """
+    if not isinstance(prompt, str | list | tuple):
+        raise TypeError(
+            f"the prompt must be a str or a list of parts, got {type(prompt).__name__}: pass "
+            "the text of the user's message, or [text, pathlib.Path(...), ...] to send files"
+        )
 
 
 def user_content(text: str) -> Content:

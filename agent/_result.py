@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._cost import Cost
+
 if TYPE_CHECKING:
     from agent._builtin_tools import Grounding
     from agent.events import RetryEvent
@@ -22,6 +24,12 @@ Limit = Literal[
     "max_tokens",
     "empty_response",
     "invalid_output",
+    "usage:requests",
+    "usage:input_tokens",
+    "usage:output_tokens",
+    "usage:total_tokens",
+    "usage:tool_calls",
+    "usage:cost_usd",
 ]
 """Which limit ended an ``"incomplete"`` run."""
 
@@ -107,7 +115,8 @@ class RunResult:
       reason (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...) or a hook's veto.
     - ``"incomplete"``: a limit ended the run; ``limit`` names it (``"max_turns"``,
       ``"repeated_call"``, ``"malformed_function_call"``, ``"max_tokens"``,
-      ``"empty_response"``, ``"invalid_output"``). The partial result carried by a
+      ``"empty_response"``, ``"invalid_output"``, or ``"usage:<name>"`` for a
+      `UsageLimits` limit such as ``"usage:cost_usd"``). The partial result carried by a
       `RunError` is also ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming
       the failure.
     """
@@ -147,6 +156,8 @@ class RunResult:
     grounding: Grounding | None = None
     """What Google Search / URL context contributed over the run (queries, sources with
     URI and title, URL statuses); ``None`` when no built-in tool grounded anything."""
+    cost: Cost = field(default_factory=Cost)
+    """What the run cost in US dollars, in total and per turn (see `Cost`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the whole result (for ``--json`` output)."""
@@ -166,4 +177,5 @@ class RunResult:
             "retries": [retry.to_dict() for retry in self.retries],
             "output": self.output_json,
             "grounding": self.grounding.to_dict() if self.grounding is not None else None,
+            "cost": self.cost.to_dict(),
         }

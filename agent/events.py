@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CodeExecutionEvent",
+    "Compacted",
     "DoneEvent",
     "Event",
     "GroundingEvent",
@@ -164,6 +165,20 @@ class CodeExecutionEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """The transcript was compacted before a model call (see `agent.Compaction`)."""
+
+    tokens_before: int
+    """The estimated size of the next request before compacting."""
+    tokens_after: int
+    """Its estimated size after."""
+    turns_summarised: int
+    """Exchanges replaced by the model-written summary (0 when pruning was enough)."""
+    pruned: int = 0
+    """Large function results replaced by a short note."""
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -180,6 +195,7 @@ Event = (
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent
+    | Compacted
     | DoneEvent
 )
 """Any event of a run."""

@@ -46,6 +46,7 @@ MODULES = {
     "toolnexus.tool": [
         "Answer",
         "ArgumentError",
+        "DEFAULT_TOOL_TIMEOUT",
         "Handler",
         "Request",
         "Tool",
