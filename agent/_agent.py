@@ -9,6 +9,7 @@ import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._builtin_tools import builtin_tools as builtin_tools_of
 from agent._client import ClientSettings
 from agent._compaction import Compaction
 from agent._cost import price_table
@@ -16,8 +17,11 @@ from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._limits import UsageLimits
 from agent._loop import Checkpoint, Run, Settings, WaitFor
+from agent._media import Prompt
 from agent._model import GeminiModel
+from agent._output import OutputMode, OutputSpec, output_spec
 from agent._retry import RetryPolicy
+from agent._settings import Thinking, ToolChoice, generation_options
 from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
@@ -87,6 +91,15 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        output_type: Any = None,
+        output_mode: OutputMode = "auto",
+        output_retries: int = 2,
+        temperature: float | None = None,
+        max_output_tokens: int | None = None,
+        thinking: Thinking | None = None,
+        include_thoughts: bool | None = None,
+        tool_choice: ToolChoice | None = None,
+        builtin_tools: Sequence[str | Any] = (),
         usage_limits: UsageLimits | None = None,
         compaction: Compaction | Literal[False] | None = None,
         skills_catalog_chars: int | None = 20_000,
@@ -125,6 +138,25 @@ class Agent:
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            output_type: Ask for a typed result: a pydantic model, a dataclass, a TypedDict
+                or a JSON Schema dict. A completed run's ``result.output`` is then the
+                validated value (see the typed-output docs).
+            output_mode: How the typed result is asked for: ``"native"`` (a JSON response
+                schema), ``"tool"`` (a ``final_result`` function) or ``"auto"``: native
+                without tools or on Gemini 3 and newer, tool mode otherwise.
+            output_retries: Invalid typed answers sent back with their problems before the
+                run ends ``"incomplete"`` with limit ``"invalid_output"``.
+            temperature: Sampling temperature (Gemini 3 works best at the default 1.0).
+            max_output_tokens: The longest answer, in tokens (thinking counts against it).
+            thinking: A thinking level (``"minimal"``, ``"low"``, ``"medium"``,
+                ``"high"``) or a token budget; sent as the level or the budget the model
+                takes, mapped as the settings docs show.
+            include_thoughts: Ask for thought summaries (`ThoughtEvent`s in a stream).
+            tool_choice: ``"auto"``, ``"any"`` (must call a function), ``"none"``, or the
+                names of the functions the model must choose among.
+            builtin_tools: Gemini's own tools to offer beside the toolkit, by name
+                (``"google_search"``, ``"url_context"``, ``"code_execution"``,
+                ``"google_maps"``) or as ``google.genai`` ``types.Tool`` objects.
             usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
                 a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
                 ``run``/``stream`` take their own for one run.
@@ -161,8 +193,33 @@ class Agent:
             )
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
+        self.output: OutputSpec | None = None
+        """The resolved typed result (``output_type``), or ``None``."""
+        if output_type is not None:
+            self.output = output_spec(
+                output_type,
+                output_mode,
+                output_retries,
+                model=model,
+                has_tools=bool(declarations),
+                tool_names=frozenset(self.toolkit.names),
+            )
+            if self.output.mode == "tool":
+                declarations.append(self.output.declaration())
+            config = _with_output(config, self.output)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
+        config = generation_options(
+            model,
+            config,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            thinking=thinking,
+            include_thoughts=include_thoughts,
+            tool_choice=tool_choice,
+            tool_names=[d["name"] for d in self.declarations],
+        )
+        self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
         try:
             catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
         except ConfigError as exc:
@@ -175,6 +232,7 @@ class Agent:
             declarations=self.declarations,
             options=config,
             client=client,
+            builtin=builtin_tools_of(builtin_tools),
             settings=ClientSettings(
                 api_key, http_client, base_url, api_version, vertexai, project, location, timeout
             ),
@@ -188,6 +246,7 @@ class Agent:
             retry=retry or RetryPolicy(),
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
+            output=self.output,
             usage_limits=_check_limits(model, usage_limits),
         )
 
@@ -196,7 +255,7 @@ class Agent:
 
     async def run(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -219,7 +278,9 @@ class Agent:
                                                  "data": "yes"})
 
         Args:
-            prompt: The new user message; optional when continuing ``history``.
+            prompt: The new user message: text, or a list of parts (``str``,
+                ``pathlib.Path``, `toolnexus.Attachment`, a ``types.Part`` or a part dict)
+                to send files with it; optional when continuing ``history``.
             history: An earlier conversation to continue: ``result.contents`` of a previous
                 run, or Gemini Content dicts.
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
@@ -253,7 +314,7 @@ class Agent:
 
     def run_sync(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -297,7 +358,7 @@ class Agent:
 
     def stream(
         self,
-        prompt: str | None = None,
+        prompt: Prompt | None = None,
         *,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
@@ -345,7 +406,7 @@ class Agent:
 
     async def _events(
         self,
-        prompt: str | None,
+        prompt: Prompt | None,
         history: Sequence[Any] | None,
         answer: Answer | None,
         session: str | None,
@@ -486,6 +547,17 @@ class Agent:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _with_output(config: Mapping[str, Any] | None, spec: OutputSpec) -> dict[str, Any]:
+    """Add the typed result's generation fields to ``config``; refuse a config that sets them."""
+    options = dict(config or {})
+    taken = {"response_mime_type", "response_schema", "response_json_schema"} & set(options)
+    if taken:
+        raise ConfigurationError(
+            f"config={{...}} may not set {', '.join(sorted(taken))} together with output_type="
+        )
+    return {**options, **spec.config()}
 
 
 def _check_options(

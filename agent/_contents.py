@@ -38,6 +38,7 @@ def make_config(
     system: str | None,
     declarations: Sequence[Mapping[str, Any]],
     extra: Mapping[str, Any] | None,
+    builtin: Sequence[types.Tool] = (),
 ) -> Config:
     """Build the request config: instruction, tools, the caller's options, AFC off.
 
@@ -46,6 +47,8 @@ def make_config(
         declarations: Function declarations (``name``, ``description``,
             ``parametersJsonSchema``); none means no ``tools`` key at all.
         extra: More ``GenerateContentConfig`` fields (``temperature``, ...).
+        builtin: Gemini's built-in tools, sent before the function declarations; with
+            both kinds, ``toolConfig.includeServerSideToolInvocations`` is set.
 
     Returns:
         The config sent with every request of the agent.
@@ -58,11 +61,12 @@ def make_config(
         if reserved in options:
             raise ConfigurationError(
                 f"config={{...}} may not set {reserved!r}: the agent sets it "
-                "(use system_prompt= and toolkit= instead)"
+                "(use system_prompt=, toolkit= and builtin_tools= instead)"
             )
-    tools = None
+    tools: list[types.Tool] | None = list(builtin) or None
     if declarations:
         tools = [
+            *builtin,
             types.Tool(
                 function_declarations=[
                     types.FunctionDeclaration(
@@ -72,8 +76,10 @@ def make_config(
                     )
                     for decl in declarations
                 ]
-            )
+            ),
         ]
+    if builtin and declarations:
+        options["tool_config"] = _with_server_side_invocations(options.get("tool_config"))
     try:
         return types.GenerateContentConfig(
             **options,
@@ -85,16 +91,31 @@ def make_config(
         raise ConfigurationError(f"Invalid generation config: {exc}") from None
 
 
+def _with_server_side_invocations(tool_config: Any) -> types.ToolConfig:
+    """Return ``tool_config`` (a dict, a ``ToolConfig`` or ``None``) with the flag set."""
+    if isinstance(tool_config, types.ToolConfig):
+        base = tool_config
+    else:
+        try:
+            base = types.ToolConfig.model_validate(tool_config or {})
+        except ValueError as exc:
+            raise ConfigurationError(f"Invalid tool_config: {exc}") from None
+    return base.model_copy(update={"include_server_side_tool_invocations": True})
+
+
 def check_prompt(prompt: object) -> None:
     """Refuse a prompt the loop cannot send, before anything is sent.
 
+    A prompt is a ``str`` or a list (tuple) of parts; the parts themselves are checked
+    when the prompt is turned into a Content (`agent._media.prompt_content`).
+
     Raises:
-        TypeError: ``prompt`` is not a ``str`` (a list, a number, bytes...).
+        TypeError: ``prompt`` is neither a ``str`` nor a list of parts (a number, bytes...).
     """
-    if not isinstance(prompt, str):
+    if not isinstance(prompt, str | list | tuple):
         raise TypeError(
-            f"the prompt must be a str, got {type(prompt).__name__}: pass the text of the "
-            "user's message"
+            f"the prompt must be a str or a list of parts, got {type(prompt).__name__}: pass "
+            "the text of the user's message, or [text, pathlib.Path(...), ...] to send files"
         )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus import Tool
+from toolnexus._gemini_schema import json_schema_parameters
 
 __all__ = [
     "DeclarationProblem",
@@ -71,12 +72,14 @@ def system_instruction(system_prompt: str | None, skills_catalog: str) -> str | 
 
 
 def declaration(tool: Tool) -> dict[str, Any]:
-    """Return the Gemini function declaration of ``tool`` (schema passed through verbatim)."""
-    schema = dict(tool.input_schema) if tool.input_schema else {"type": "object"}
+    """Return the Gemini function declaration of ``tool``: its whole schema (``$schema`` aside).
+
+    The same declaration ``toolnexus.to_gemini(tools, json_schema=True)`` renders.
+    """
     return {
         "name": tool.name,
         "description": tool.description or "",
-        "parametersJsonSchema": schema,
+        "parametersJsonSchema": json_schema_parameters(tool.input_schema),
     }
 
 

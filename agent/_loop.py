@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agent._builtin_tools import Grounding, code_runs, grounding_of
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._compaction import (
@@ -50,16 +51,25 @@ from agent._contents import (
 from agent._cost import Cost, run_cost
 from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide, record_results
 from agent._limits import Spent, UsageLimits, over_after_turn, over_before_call
+from agent._media import (
+    Prompt,
+    function_response_content,
+    multimodal_function_responses,
+    prompt_content,
+)
 from agent._model import GeminiModel
+from agent._output import Accept, OutputSpec, Reject
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
+    CodeExecutionEvent,
     Compacted,
     DoneEvent,
     Event,
+    GroundingEvent,
     PendingEvent,
     RetryEvent,
     ToolCall,
@@ -100,6 +110,8 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    output: OutputSpec | None = None
+    """The typed result asked for (``Agent(output_type=...)``), or ``None``."""
     usage_limits: UsageLimits | None = None
     """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
     compaction: Compaction | None = None
@@ -128,7 +140,7 @@ class Run:
     def __init__(
         self,
         settings: Settings,
-        prompt: str | None,
+        prompt: Prompt | None,
         history: Sequence[Any] | None,
         answer: Answer | None,
         save: Checkpoint | None = None,
@@ -169,6 +181,10 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        self.output_rejects = 0
+        """Invalid typed answers sent back so far."""
+        self.grounding: Grounding | None = None
+        """What built-in search / URL-context tools grounded, over the run."""
         self.trace = trace or RunTrace(settings.model.name, record=False)
         """The run's OpenTelemetry spans."""
         self.archive = archive if archive is not None else []
@@ -180,7 +196,7 @@ class Run:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def events(self) -> AsyncGenerator[Event, None]:
+    async def events(self) -> AsyncGenerator[Event, None]:  # noqa: C901 (one exit per stop kind)
         """Run to the end, yielding every event; the last one is `DoneEvent`."""
         waiting = await self._resume_pending()
         if waiting is not None:
@@ -188,7 +204,7 @@ class Run:
             yield await self._end(self.result("pending", pending=waiting[0]))
             return
         if self.prompt is not None:
-            self.contents.append(user_content(self.prompt))
+            self.contents.append(prompt_content(self.prompt))
         while self.turns < self.settings.max_turns:
             over = over_before_call(self.settings.usage_limits, self._spent())
             if over is not None:  # the call is not made
@@ -213,6 +229,11 @@ class Run:
             step, self.streaks = decide(
                 fetched, classify(fetched), self.streaks, self.settings.limits
             )
+            checked = await self._check_output(fetched, step)
+            if isinstance(checked, DoneEvent):
+                yield checked
+                return
+            step = checked
             if isinstance(step, AskAgain):
                 continue
             step = self._within_budget(step)
@@ -232,6 +253,70 @@ class Run:
             ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
             self.streaks = record_results(self.streaks, step.calls, ran)
         yield await self._end(self.result("incomplete", limit="max_turns"))
+
+    async def _check_output(
+        self, response: ModelResponse, step: AskAgain | RunCalls | Stop
+    ) -> DoneEvent | AskAgain | RunCalls | Stop:
+        """Check a typed answer; end the run, or send the problems back and ask again.
+
+        Handles a completed answer (native mode: its JSON; tool mode: it should have called
+        the output function) and a turn that calls the output function (tool mode); the
+        turn is then in the transcript with the feedback after it. Any other step (and
+        every step of a run without ``output_type``) is returned as it is.
+        """
+        spec = self.settings.output
+        if spec is None:
+            return step
+        output_calls = [c for c in response.calls if c.name == spec.tool_name]
+        if isinstance(step, RunCalls) and spec.mode == "tool" and output_calls:
+            verdict = spec.check_call(output_calls[0].args)
+            self._keep(response)
+            if isinstance(verdict, Accept):
+                notes = {spec.tool_name: ToolResult("Final result accepted.")}
+            else:
+                notes = {spec.tool_name: ToolResult(verdict.feedback, is_error=True)}
+            skipped = ToolResult("Not run: the final result was given in the same turn.", True)
+            self.contents.append(
+                function_responses(
+                    [
+                        (c.id, c.name, function_response(notes.get(c.name, skipped)))
+                        for c in response.calls
+                    ]
+                )
+            )
+        elif isinstance(step, Stop) and step.status == "completed":
+            self._keep(response)
+            if spec.mode == "native":
+                verdict = spec.check_text(response.text)
+            else:
+                verdict = Reject(
+                    f"Give your final answer by calling `{spec.tool_name}` with it as the "
+                    "arguments, not as text."
+                )
+            if isinstance(verdict, Reject):
+                self.contents.append(user_content(verdict.feedback))
+        else:
+            return step
+        if isinstance(verdict, Accept):
+            done = self.result("completed", text=response.text, output=verdict.value)
+            return await self._end(done)
+        self.output_rejects += 1
+        if self.output_rejects > spec.retries:
+            return await self._end(
+                self.result("incomplete", text=response.text, limit="invalid_output")
+            )
+        await self._checkpoint(None)
+        return AskAgain()
+
+    def _server_tools(self, response: ModelResponse) -> list[Event]:
+        """Report what Gemini's built-in tools did in ``response``; collect its grounding."""
+        turn = self.turns + 1  # reported before the response is counted
+        events: list[Event] = [CodeExecutionEvent(turn, run) for run in code_runs(response.content)]
+        found = grounding_of(response.raw)
+        if found is not None:
+            self.grounding = found if self.grounding is None else self.grounding + found
+            events.append(GroundingEvent(turn, found))
+        return events
 
     def _keep(self, response: ModelResponse) -> None:
         """Append the model's turn to the transcript, as received."""
@@ -320,6 +405,8 @@ class Run:
                 return
             if changed is not None:
                 response = model.parse(changed)
+        for event in self._server_tools(response):
+            yield event
         yield response
 
     def _on_retry(
@@ -408,11 +495,11 @@ class Run:
         pending: Request | None = None
         for call, (args, result) in zip(calls, results, strict=True):
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
-            responses.append(
-                (call.id, call.name, function_response(result, pending=result.pending))
-            )
+            response = function_response(result, pending=result.pending)
+            responses.append((call.id, call.name, response, result.attachments))
             pending = pending or result.pending
-        self.contents.append(function_responses(responses))
+        multimodal = multimodal_function_responses(self.settings.model.name)
+        self.contents.append(function_response_content(responses, multimodal=multimodal))
         await self._checkpoint(pending)
 
     def _refuse(self, calls: Sequence[Call], note: str) -> None:
@@ -589,8 +676,10 @@ class Run:
         reason: str | None = None,
         limit: Limit | None = None,
         pending: Request | None = None,
+        output: Any = None,
     ) -> RunResult:
         """Snapshot the run as a `RunResult`."""
+        spec = self.settings.output
         return RunResult(
             status=status,
             text=text,
@@ -605,6 +694,9 @@ class Run:
             model=self.model_version or self.settings.model.name,
             pending=pending,
             retries=tuple(self.retries),
+            output=output,
+            output_json=spec.dump(output) if spec is not None else None,
+            grounding=self.grounding,
             cost=self._cost(),
         )
 

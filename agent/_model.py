@@ -54,6 +54,7 @@ class GeminiModel:
         options: Mapping[str, Any] | None,
         client: genai.Client | None,
         settings: ClientSettings,
+        builtin: Sequence[Any] = (),
     ) -> GeminiModel:
         """Build the model from an agent's settings.
 
@@ -64,6 +65,7 @@ class GeminiModel:
             options: More ``GenerateContentConfig`` fields.
             client: A ready SDK client to use as is; ``None`` builds one from ``settings``.
             settings: How to build the client.
+            builtin: Gemini's built-in tools (SDK ``Tool`` objects) to send as well.
 
         Returns:
             The model.
@@ -72,7 +74,7 @@ class GeminiModel:
             ConfigurationError: No API key, client settings that do not fit together, or
                 ``options`` that are not a valid generation config.
         """
-        config = make_config(system, declarations, options)
+        config = make_config(system, declarations, options, builtin)
         clients = Clients(client) if client is not None else build_client(settings)
         return cls(name, config, clients)
 

@@ -160,6 +160,8 @@ class StreamAssembler:
         self.model_version: str | None = None
         self.response_id: str | None = None
         self.has_content = False
+        self.grounding: dict[str, Any] = {}
+        """``grounding_metadata`` / ``url_context_metadata`` of the chunks (the last wins)."""
 
     def add(self, chunk: types.GenerateContentResponse) -> list[tuple[str, bool]]:
         """Take one chunk; return its new ``(text, is_thought)`` pieces to report."""
@@ -174,6 +176,9 @@ class StreamAssembler:
             return []
         if candidate.finish_reason is not None:
             self.finish_reason = candidate.finish_reason
+        for name in ("grounding_metadata", "url_context_metadata"):
+            if getattr(candidate, name) is not None:
+                self.grounding[name] = getattr(candidate, name)
         if candidate.content is None:
             return []
         self.has_content = True
@@ -203,7 +208,9 @@ class StreamAssembler:
         candidates = None
         if self.has_content or self.finish_reason is not None:
             content = types.Content(role="model", parts=self.parts) if self.has_content else None
-            candidates = [types.Candidate(content=content, finish_reason=self.finish_reason)]
+            candidates = [
+                types.Candidate(content=content, finish_reason=self.finish_reason, **self.grounding)
+            ]
         return types.GenerateContentResponse(
             candidates=candidates,
             prompt_feedback=self.feedback,

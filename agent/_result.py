@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent._cost import Cost
 
 if TYPE_CHECKING:
+    from agent._builtin_tools import Grounding
     from agent.events import RetryEvent
     from toolnexus import Request, ToolResult
 
@@ -22,6 +23,7 @@ Limit = Literal[
     "malformed_function_call",
     "max_tokens",
     "empty_response",
+    "invalid_output",
     "usage:requests",
     "usage:input_tokens",
     "usage:output_tokens",
@@ -113,9 +115,10 @@ class RunResult:
       reason (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...) or a hook's veto.
     - ``"incomplete"``: a limit ended the run; ``limit`` names it (``"max_turns"``,
       ``"repeated_call"``, ``"malformed_function_call"``, ``"max_tokens"``,
-      ``"empty_response"``, or ``"usage:<name>"`` for a `UsageLimits` limit such as
-      ``"usage:cost_usd"``). The partial result carried by a `RunError` is also
-      ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming the failure.
+      ``"empty_response"``, ``"invalid_output"``, or ``"usage:<name>"`` for a
+      `UsageLimits` limit such as ``"usage:cost_usd"``). The partial result carried by a
+      `RunError` is also ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming
+      the failure.
     """
 
     status: Status
@@ -145,6 +148,14 @@ class RunResult:
     """The `Request` a suspended run waits on."""
     retries: tuple[RetryEvent, ...] = ()
     """Every retried model call, in order."""
+    output: Any = None
+    """The typed result (``Agent(output_type=T)``): an instance of ``T`` (a dict for a JSON
+    Schema) when the run completed, else ``None``. ``text`` stays the raw text."""
+    output_json: Any = None
+    """``output`` as JSON-ready data (what ``to_dict`` and ``--json`` carry)."""
+    grounding: Grounding | None = None
+    """What Google Search / URL context contributed over the run (queries, sources with
+    URI and title, URL statuses); ``None`` when no built-in tool grounded anything."""
     cost: Cost = field(default_factory=Cost)
     """What the run cost in US dollars, in total and per turn (see `Cost`)."""
 
@@ -164,5 +175,7 @@ class RunResult:
             "model": self.model,
             "pending": dict(self.pending) if self.pending is not None else None,
             "retries": [retry.to_dict() for retry in self.retries],
+            "output": self.output_json,
+            "grounding": self.grounding.to_dict() if self.grounding is not None else None,
             "cost": self.cost.to_dict(),
         }

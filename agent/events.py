@@ -25,13 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agent._builtin_tools import CodeRun, Grounding
     from agent._result import RunResult, Usage
     from toolnexus import Request, ToolResult
 
 __all__ = [
+    "CodeExecutionEvent",
     "Compacted",
     "DoneEvent",
     "Event",
+    "GroundingEvent",
     "PendingEvent",
     "RetryEvent",
     "TextEvent",
@@ -144,6 +147,24 @@ class UsageEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class GroundingEvent:
+    """What Google Search or URL context found for one model response (built-in tools)."""
+
+    turn: int
+    grounding: Grounding
+    """Search queries, sources (URI and title) and URL-context statuses."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeExecutionEvent:
+    """Code Gemini ran with its code-execution tool in one model response, and the output."""
+
+    turn: int
+    run: CodeRun
+    """The code, its language, the outcome and what it printed."""
+
+
+@dataclass(frozen=True, slots=True)
 class Compacted:
     """The transcript was compacted before a model call (see `agent.Compaction`)."""
 
@@ -172,6 +193,8 @@ Event = (
     | PendingEvent
     | RetryEvent
     | UsageEvent
+    | GroundingEvent
+    | CodeExecutionEvent
     | Compacted
     | DoneEvent
 )

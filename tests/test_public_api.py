@@ -9,7 +9,9 @@ import pytest
 TOOLNEXUS_ALL = [
     "Answer",
     "ArgumentError",
+    "Attachment",
     "ConfigError",
+    "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
     "McpServerStatus",
@@ -59,6 +61,7 @@ MODULES = {
     "toolnexus.errors": [
         "ArgumentError",
         "ConfigError",
+        "GeminiSchemaWarning",
         "McpConfigError",
         "ToolError",
         "ToolnexusError",

@@ -23,9 +23,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from toolnexus._attachment import Attachment
 from toolnexus.errors import (
     ArgumentError,
     ConfigError,
+    GeminiSchemaWarning,
     McpConfigError,
     ToolError,
     ToolnexusError,
@@ -89,7 +91,9 @@ def __dir__() -> list[str]:
 __all__ = [
     "Answer",
     "ArgumentError",
+    "Attachment",
     "ConfigError",
+    "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
     "McpServerStatus",

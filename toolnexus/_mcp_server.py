@@ -10,6 +10,7 @@ server's ``reason``. `toolnexus._mcp` puts the servers of a toolkit together.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -18,9 +19,11 @@ import signal
 import sys
 import tempfile
 import time
+from mimetypes import guess_extension
 from pathlib import Path
 from typing import IO, Any
 
+from toolnexus._attachment import Attachment
 from toolnexus._mcp_config import McpServerStatus, ServerConfig
 from toolnexus._secrets import LOG_FILTER, redact
 from toolnexus.errors import ToolError, describe_failure
@@ -65,6 +68,17 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, ToolError) or type(exc).__name__ == "MCPError":
         return text or "MCP error"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _attachment(block: Any, index: int) -> Attachment | None:
+    """Image and audio content become attachments the model sees (``None`` otherwise)."""
+    kind = getattr(block, "type", "")
+    if kind not in ("image", "audio"):
+        return None
+    subtype = block.mime_type.split("/")[-1].removeprefix("x-")
+    extension = (guess_extension(block.mime_type) or "").lstrip(".") or subtype
+    data = base64.b64decode(block.data)
+    return Attachment(block.mime_type, data=data, name=f"{kind}_{index}.{extension}")
 
 
 def _content_text(block: Any) -> str:
@@ -282,12 +296,21 @@ class Server:
                 self._lost(exc)
             message = describe_failure(shown_as, _unwrap(exc))
             raise ToolError(redact(message, self.config.secrets)) from None
-        text = "\n".join(_content_text(block) for block in result.content)
+        media = [_attachment(block, i) for i, block in enumerate(result.content, 1)]
+        text = "\n".join(
+            _content_text(block)
+            for block, attachment in zip(result.content, media, strict=True)
+            if attachment is None
+        )
         if result.is_error:
             raise ToolError(redact(text or f"MCP tool {tool!r} failed", self.config.secrets))
         if result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
-        return ToolResult(redact(text, self.config.secrets), metadata={"mcp_server": name})
+        return ToolResult(
+            redact(text, self.config.secrets),
+            metadata={"mcp_server": name},
+            attachments=tuple(a for a in media if a is not None),
+        )
 
     def _lost(self, exc: BaseException) -> None:
         """Mark a connection that broke mid-session (the server died or hung up)."""

@@ -5,8 +5,9 @@ The tree::
     ToolnexusError                 root of everything toolnexus raises
     ├── ConfigError                a bad build() / source configuration (also a ValueError)
     │   └── McpConfigError         an MCP configuration that cannot be read
-    └── ToolError                  raise inside a tool to fail the call with this message
-        └── ArgumentError          the arguments did not fit the tool's input schema
+    ├── ToolError                  raise inside a tool to fail the call with this message
+    │   └── ArgumentError          the arguments did not fit the tool's input schema
+    └── GeminiSchemaWarning        (a warning) to_gemini dropped what `parameters` cannot say
 
 The two branches are told apart by who has to act. A `ConfigError` is raised to *you*, the
 program assembling a toolkit (`toolnexus.build`, `toolnexus.define_tool`,
@@ -26,7 +27,14 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["ArgumentError", "ConfigError", "McpConfigError", "ToolError", "ToolnexusError"]
+__all__ = [
+    "ArgumentError",
+    "ConfigError",
+    "GeminiSchemaWarning",
+    "McpConfigError",
+    "ToolError",
+    "ToolnexusError",
+]
 
 
 class ToolnexusError(Exception):
@@ -68,6 +76,16 @@ class ToolError(ToolnexusError):
 
 class ArgumentError(ToolError):
     """The arguments did not fit the tool's input schema; the message lists each problem."""
+
+
+class GeminiSchemaWarning(ToolnexusError, UserWarning):
+    """Part of a tool's schema cannot be expressed in Gemini's ``parameters`` subset.
+
+    Issued by `toolnexus.to_gemini`; the message names the tool, the place in the schema
+    and the keyword that was dropped. A warning, not raised; it sits under
+    `ToolnexusError` so that with warnings turned into errors ``except ToolnexusError``
+    still catches it. ``to_gemini(tools, json_schema=True)`` loses nothing and never warns.
+    """
 
 
 def describe_failure(tool: str, error: BaseException) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
+from toolnexus._attachment import Attachment
 from toolnexus.errors import ArgumentError, ConfigError, ToolError
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ class ToolResult:
     """True when the call failed; ``output`` then says why in words a model can act on."""
     metadata: dict[str, Any] | None = None
     """Extra data for the host (never sent to the model), e.g. ``{"pending": Request}``."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files for the model to see (an image the tool rendered, a PDF it fetched...)."""
 
     @property
     def pending(self) -> Request | None:

@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._exits import CliError
 from agent.cli._options import reason, yaml_problem
@@ -55,6 +55,7 @@ class AgentFactory:
         max_turns: int | None = None,
         wait_for: Asker | None = None,
         store: Store | None = None,
+        output_type: Any = None,
     ) -> Agent:
         """Return an `Agent` on the shared client.
 
@@ -76,6 +77,7 @@ class AgentFactory:
                 api_key=self.api_key,
                 store=store,
                 retry=quick,
+                output_type=output_type,
             )
         except ConfigurationError as exc:
             raise CliError(f"toolnexus-agent: {exc}") from None

@@ -18,8 +18,10 @@ import json
 from typing import TYPE_CHECKING, TextIO
 
 from agent.events import (
+    CodeExecutionEvent,
     DoneEvent,
     Event,
+    GroundingEvent,
     RetryEvent,
     TextEvent,
     ThoughtEvent,
@@ -30,6 +32,7 @@ from agent.events import (
 
 if TYPE_CHECKING:
     from agent import Agent, Cost, RunResult
+    from agent._media import Prompt
     from toolnexus import ToolResult
 
 __all__ = [
@@ -133,6 +136,17 @@ class EventPrinter:
             self._line(describe_result(event.call, event.result))
         elif isinstance(event, RetryEvent):
             self._line(describe_retry(event))
+        elif isinstance(event, CodeExecutionEvent):
+            code = "\n".join("   " + line for line in event.run.code.rstrip().splitlines())
+            outcome = event.run.outcome or "no result"
+            output = event.run.output.rstrip() or "(no output)"
+            self._line(f"(code execution) {event.run.language.lower()}:\n{code}")
+            self._line(f"(code output, {outcome}) {output}")
+        elif isinstance(event, GroundingEvent):
+            for query in event.grounding.queries:
+                self._line(f"(searched) {query}")
+            for source in event.grounding.sources:
+                self._line(f"(source) {source.title} <{source.uri}>")
 
     def close(self) -> None:
         """Finish the output: show pending thoughts and end the answer's last line."""
@@ -160,7 +174,7 @@ class EventPrinter:
 
 
 async def stream_run(
-    agent: Agent, prompt: str | None, printer: EventPrinter, *, session: str | None = None
+    agent: Agent, prompt: Prompt | None, printer: EventPrinter, *, session: str | None = None
 ) -> RunResult:
     """Stream one run of ``agent`` through ``printer`` and return its result.
 

@@ -39,6 +39,28 @@ def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
     return [tool for spec in args.tools for tool in load_tools(spec)]
 
 
+def import_attr(flag: str, spec: str, example: str) -> Any:
+    """Import ``module:attr`` (the module importable from the current dir); return the value.
+
+    Raises:
+        CliError: The spec is malformed, the module cannot be imported or lacks the name.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"{flag} {spec}: expected MODULE:ATTR, e.g. {example}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any error is theirs to see
+        raise CliError(f"{flag} {spec}: cannot import {module_name}: {exc!r}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CliError(f"{flag} {spec}: module {module_name} has no attribute {attr!r}") from None
+
+
 def load_tools(spec: str) -> list[Tool]:
     """Import ``module:attr`` and return its tools (a Tool, a list, or plain functions).
 
@@ -48,20 +70,7 @@ def load_tools(spec: str) -> list[Tool]:
     """
     from toolnexus._function import as_tool
 
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise CliError(f"--tools {spec}: expected MODULE:ATTR, e.g. mytools:forecast")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: any error is theirs to see
-        raise CliError(f"--tools {spec}: cannot import {module_name}: {exc!r}") from None
-    try:
-        value: Any = getattr(module, attr)
-    except AttributeError:
-        raise CliError(f"--tools {spec}: module {module_name} has no attribute {attr!r}") from None
+    value = import_attr("--tools", spec, "mytools:forecast")
     tools: list[Tool] = []
     for item in value if isinstance(value, list | tuple) else [value]:
         try:

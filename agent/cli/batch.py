@@ -25,6 +25,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
 from agent.cli._toolkit import check_toolkit_flags
+from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `ta
     - id: todo
       prompt: List the TODO comments under src/.
       model: gemini-2.5-pro            # per-task overrides: model, system, max_turns
+    - id: chart
+      prompt: What does this chart show?
+      files: [chart.png]               # sent with the prompt (images, PDFs, audio...)
 
 Each task needs a unique `id` and a `prompt`. A task's own fields win over `defaults`,
 which win over the command-line flags.
@@ -51,7 +55,8 @@ which win over the command-line flags.
 output: one JSON line per finished task, written as it finishes:
   {"id": ..., "status": "completed", "text": ..., "usage": {...}, "turns": 2,
    "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
-   "cost_usd": 0.00041, "cost_estimated": false}
+   "cost_usd": 0.00041, "cost_estimated": false, "output": null}
+`output` is the typed answer with --output-schema (else null).
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
 (--retry-failed runs the failed ones again). The file is only ever appended to, so a task
@@ -75,7 +80,7 @@ exit codes:
   2  usage/config error (bad flags or tasks file, no API key, --out in use by another batch)
   130 interrupted (Ctrl-C): finished tasks are kept; run the same command again to resume"""
 
-_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns"})
+_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns", "files"})
 _DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
 _BAR_WIDTH = 30
 
@@ -94,6 +99,8 @@ class Task:
     """The task's system prompt (else ``--system``)."""
     max_turns: int | None = None
     """The task's turn limit (else ``--max-turns``)."""
+    files: tuple[str, ...] = ()
+    """Files sent with the prompt (paths relative to the current directory)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -119,6 +126,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=4,
         metavar="N",
         help="tasks run at the same time (default: 4)",
+    )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE|MODULE:MODEL",
+        help="ask every task for a typed answer (as `run --output-schema`); each result "
+        "line carries it as `output`",
     )
     parser.add_argument(
         "--retry-failed",
@@ -216,7 +229,10 @@ def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
     for name, value in (("model", model), ("system", system)):
         if value is not None and not isinstance(value, str):
             raise CliError(f"batch: {where} ({task_id}): `{name}` must be text")
-    return Task(str(task_id), prompt, model, system, max_turns)
+    files = item.get("files") or []
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise CliError(f"batch: {where} ({task_id}): `files` must be a list of paths")
+    return Task(str(task_id), prompt, model, system, max_turns, tuple(files))
 
 
 def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
@@ -412,6 +428,7 @@ def command(args: argparse.Namespace) -> int:
     tasks = load_tasks(args.tasks)
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    args.output_type = load_output_type(args.output_schema)
     output = _Output(args.out)  # locked before it is read, so no other batch is writing
     try:
         return _run_batch(args, tasks, own, system, output)
@@ -484,7 +501,13 @@ async def _batch(
             max_turns = task.max_turns or args.max_turns
             key = (model, prompt, max_turns)
             if key not in agents:
-                agents[key] = factory.make(toolkit, model=model, system=prompt, max_turns=max_turns)
+                agents[key] = factory.make(
+                    toolkit,
+                    model=model,
+                    system=prompt,
+                    max_turns=max_turns,
+                    output_type=args.output_type,
+                )
             return agents[key]
 
         async def worker() -> None:
@@ -510,7 +533,7 @@ async def _run_task(
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        result = await agent_for(task).run(task.prompt)
+        result = await agent_for(task).run(with_files(task.prompt, list(task.files)))
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
@@ -529,6 +552,7 @@ async def _run_task(
         tool_calls=len(result.tool_calls),
         reason=result.reason,
         limit=result.limit,
+        output=result.output_json,
         cost_usd=result.cost.usd,
         cost_estimated=result.cost.estimated,
     )

@@ -10,7 +10,8 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import TYPE_CHECKING, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
@@ -18,11 +19,12 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
-from agent.cli._toolkit import check_toolkit_flags
+from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import RunResult
+    from agent._media import Prompt
     from toolnexus import Tool
 
 __all__ = ["add_parser", "command"]
@@ -78,6 +80,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--session", metavar="ID", help="continue the conversation ID (needs --store)"
     )
     parser.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="send this file (an image, a PDF, audio...) with the prompt; repeatable",
+    )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE|MODULE:MODEL",
+        help="ask for a typed answer: a JSON Schema file, or a pydantic model (or dataclass, "
+        "TypedDict) importable from the current dir; --json then carries it as `output`",
+    )
+    parser.add_argument(
         "--store", metavar="PATH", help="the SQLite file that keeps --session conversations"
     )
     add_toolkit_flags(parser)
@@ -96,12 +111,29 @@ def command(args: argparse.Namespace) -> int:
         raise CliError("run: the prompt is empty")
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    args.output_type = load_output_type(args.output_schema)
     with agent_log(args.verbose):
-        return asyncio.run(_run(args, prompt, own, system))
+        return asyncio.run(_run(args, with_files(prompt, args.file), own, system))
+
+
+def with_files(prompt: str | None, files: list[str]) -> Prompt | None:
+    """Return the prompt with ``--file`` paths after its text (the text alone without files).
+
+    Raises:
+        CliError: A file does not exist, or files are given without a prompt.
+    """
+    if not files:
+        return prompt
+    if prompt is None:
+        raise CliError("--file goes with a PROMPT")
+    for name in files:
+        if not Path(name).is_file():
+            raise CliError(f"--file: no such file: {name}")
+    return [prompt, *(Path(name) for name in files)]
 
 
 async def _run(
-    args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
+    args: argparse.Namespace, prompt: Prompt | None, own: list[Tool], system: str | None
 ) -> int:
     from agent import SessionError, SqliteStore
 
@@ -115,6 +147,7 @@ async def _run(
             max_turns=args.max_turns,
             wait_for=asker if asker.available() else None,
             store=store,
+            output_type=args.output_type,
         )
         failed: str | None = None
         try:
@@ -139,6 +172,26 @@ async def _run(
     else:
         _report_end(result, failed, err, args.session)
     return EXIT_FAILED if failed is not None else exit_code(result)
+
+
+def load_output_type(spec: str | None) -> Any:
+    """Return the output type of ``--output-schema``: a JSON Schema file's dict, or an import.
+
+    Raises:
+        CliError: The file is not a JSON object, or the import fails.
+    """
+    if spec is None:
+        return None
+    path = Path(spec)
+    if not path.is_file():
+        return import_attr("--output-schema", spec, "models:Weather")
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"--output-schema: cannot read {spec}: {exc}") from None
+    if not isinstance(schema, dict):
+        raise CliError(f"--output-schema: {spec} must hold a JSON Schema object")
+    return schema
 
 
 def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str | None) -> None:

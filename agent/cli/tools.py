@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agent.cli._exits import EXIT_OK
+from agent.cli._exits import EXIT_OK, CliError
 from agent.cli._logs import plain_warnings
 from agent.cli._options import add_toolkit_flags
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
@@ -23,12 +23,21 @@ __all__ = ["add_parser", "command"]
 _FIRST_LINE = 90
 """Longest description shown in the list (the JSON formats carry it whole)."""
 
+_GEMINI_FORMS = {
+    False: "(Gemini declarations with `parameters`, the OpenAPI subset; --json-schema prints "
+    "`parametersJsonSchema`, the full schemas the agent sends)\n",
+    True: "(Gemini declarations with `parametersJsonSchema`, the full JSON Schemas the agent "
+    "sends)\n",
+}
+"""The line on stderr that says which form ``--format gemini`` prints."""
+
 _EPILOG = """\
 examples:
   toolnexus-agent tools
   toolnexus-agent tools --skills ./skills --disable bash --disable webfetch
   toolnexus-agent tools --skills ./skills -v
   toolnexus-agent tools --format gemini > tools.json
+  toolnexus-agent tools --format gemini --json-schema > tools.json
   toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai
 
 exit code: 0, or 2 for a usage error (an unreadable skills dir, a bad mcp.json, ...)."""
@@ -54,6 +63,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print the rendered JSON for this provider instead of the list",
     )
     parser.add_argument(
+        "--json-schema",
+        action="store_true",
+        help="with --format gemini: the full schemas as parametersJsonSchema (what the agent "
+        "sends) instead of the `parameters` subset",
+    )
+    parser.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -65,6 +80,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command(args: argparse.Namespace) -> int:
     """Run ``tools`` and return its exit code."""
+    if args.json_schema and args.format != "gemini":
+        raise CliError("--json-schema goes with --format gemini")
     with plain_warnings():
         own = check_toolkit_flags(args)
         return asyncio.run(_tools(args, own))
@@ -74,8 +91,13 @@ async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
     import toolnexus as tn
 
     async with await build_toolkit(args, own) as toolkit:
+        if args.format == "gemini":
+            sys.stderr.write(_GEMINI_FORMS[args.json_schema])
+            payload = tn.to_gemini(toolkit, json_schema=args.json_schema)
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+            return EXIT_OK
         if args.format is not None:
-            render = {"gemini": tn.to_gemini, "openai": tn.to_openai, "anthropic": tn.to_anthropic}
+            render = {"openai": tn.to_openai, "anthropic": tn.to_anthropic}
             sys.stdout.write(json.dumps(render[args.format](toolkit), indent=2) + "\n")
             return EXIT_OK
         tools = list(toolkit)

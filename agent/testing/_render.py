@@ -82,21 +82,27 @@ def render_reply(
         parts[-1].setdefault("thoughtSignature", _encode_signature(new_signature(parts[-1])))
     body: dict[str, Any] = {}
     if parts or value.prompt_feedback is None:
-        candidate: dict[str, Any] = {}
-        if value.content:
-            candidate["content"] = {"role": "model", "parts": parts} if parts else {}
-        if value.finish_reason is not None:
-            candidate["finishReason"] = value.finish_reason
-        if value.finish_message is not None:
-            candidate["finishMessage"] = value.finish_message
-        candidate["index"] = 0
-        body["candidates"] = [candidate]
+        body["candidates"] = [_candidate(value, parts)]
     if value.prompt_feedback is not None:
         body["promptFeedback"] = dict(value.prompt_feedback)
     body["usageMetadata"] = dict(value.usage) if value.usage else _estimate_usage(request, parts)
     body["modelVersion"] = model
     body["responseId"] = response_id
     return body
+
+
+def _candidate(value: Reply, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    candidate: dict[str, Any] = {}
+    if value.content:
+        candidate["content"] = {"role": "model", "parts": parts} if parts else {}
+    if value.finish_reason is not None:
+        candidate["finishReason"] = value.finish_reason
+    if value.finish_message is not None:
+        candidate["finishMessage"] = value.finish_message
+    if value.candidate:
+        candidate.update(copy.deepcopy(dict(value.candidate)))
+    candidate["index"] = 0
+    return candidate
 
 
 _TEXT_PIECES = 3

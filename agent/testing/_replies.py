@@ -8,6 +8,7 @@ same script can be replayed against several fakes.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,12 +25,16 @@ __all__ = [
     "ReplyLike",
     "TextPart",
     "blocked",
+    "code_execution",
     "delay",
     "error",
     "expect",
     "function_call",
+    "grounding",
+    "json_output",
     "malformed_function_call",
     "reply",
+    "server_tool_call",
     "text",
     "thought",
 ]
@@ -100,6 +105,8 @@ class Reply:
     """False sends the candidate without a ``content`` key (output blocked)."""
     raw: Mapping[str, Any] | None = None
     """A complete ``GenerateContentResponse`` body sent as is (the other fields are ignored)."""
+    candidate: Mapping[str, Any] | None = None
+    """More ``candidates[0]`` fields, e.g. ``groundingMetadata`` (see `grounding`)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,22 @@ def thought(value: str, *, signature: bytes | None = None) -> TextPart:
     return TextPart(value, thought=True, signature=signature)
 
 
+def json_output(value: Any) -> TextPart:
+    """Build a text part holding ``value`` as JSON: a structured-output answer.
+
+    Example::
+
+        FakeGemini([json_output({"city": "Paris", "temp_c": 21})])
+
+    Args:
+        value: Any JSON-ready value (a dict, a list, a number...).
+
+    Returns:
+        The part, for `reply` or as a script entry on its own.
+    """
+    return TextPart(json.dumps(value))
+
+
 def function_call(
     name: str, args: Mapping[str, Any] | None = None, *, id: str | _Auto | None = AUTO
 ) -> FunctionCallPart:
@@ -212,6 +235,7 @@ def reply(
     usage: Mapping[str, int] | None = None,
     signature: bytes | _Auto | None = AUTO,
     finish_message: str | None = None,
+    grounding: Mapping[str, Any] | None = None,
 ) -> Reply:
     """Build a model turn made of ``parts``.
 
@@ -230,6 +254,8 @@ def reply(
             the key checks the echo; explicit bytes are remembered by the fake that sent
             them; None sends the call unsigned (Gemini 2.5 style).
         finish_message: ``candidates[0].finishMessage``.
+        grounding: Candidate fields from `grounding` (``groundingMetadata``,
+            ``urlContextMetadata``).
 
     Returns:
         The reply, a script entry.
@@ -240,7 +266,94 @@ def reply(
         usage=usage,
         signature=signature,
         finish_message=finish_message,
+        candidate=grounding,
     )
+
+
+def server_tool_call(
+    tool_type: str,
+    args: Mapping[str, Any],
+    response: Mapping[str, Any],
+    *,
+    id: str = "tool_1",
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the two parts of a server-side tool invocation: ``toolCall`` and ``toolResponse``.
+
+    The ``toolCall`` part carries a thought signature. The fake remembers both parts and
+    refuses a later request that does not send them back exactly as received.
+
+    Example::
+
+        reply(*server_tool_call("GOOGLE_SEARCH_WEB", {"queries": ["paris weather"]},
+                                {"results": 3}), function_call("forecast", {"city": "Paris"}))
+
+    Args:
+        tool_type: ``GOOGLE_SEARCH_WEB``, ``URL_CONTEXT``, ``GOOGLE_MAPS``, ...
+        args: The call's arguments.
+        response: The tool's response.
+        id: The invocation id shared by both parts.
+
+    Returns:
+        The ``toolCall`` and ``toolResponse`` part dicts, for `reply`.
+    """
+    signature = base64.b64encode(f"server-tool:{id}".encode()).decode()
+    call = {"toolCall": {"id": id, "toolType": tool_type, "args": dict(args)}}
+    return (
+        {**call, "thoughtSignature": signature},
+        {"toolResponse": {"id": id, "toolType": tool_type, "response": dict(response)}},
+    )
+
+
+def code_execution(
+    code: str, output: str, *, outcome: str = "OUTCOME_OK", id: str = "code_1"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Build the parts of a code-execution step: ``executableCode`` and its result.
+
+    Args:
+        code: The Python code the model ran.
+        output: What it printed.
+        outcome: ``OUTCOME_OK``, ``OUTCOME_FAILED`` or ``OUTCOME_DEADLINE_EXCEEDED``.
+        id: The id shared by both parts.
+
+    Returns:
+        The two part dicts, for `reply`.
+    """
+    return (
+        {"executableCode": {"id": id, "language": "PYTHON", "code": code}},
+        {"codeExecutionResult": {"id": id, "outcome": outcome, "output": output}},
+    )
+
+
+def grounding(
+    queries: Sequence[str] = (),
+    sources: Sequence[tuple[str, str]] = (),
+    *,
+    urls: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """Build grounding metadata for `reply(..., grounding=...)`.
+
+    Args:
+        queries: The web search queries the model ran.
+        sources: ``(uri, title)`` of each grounding source.
+        urls: ``(url, status)`` of each URL-context retrieval, e.g.
+            ``("https://example.com", "URL_RETRIEVAL_STATUS_SUCCESS")``.
+
+    Returns:
+        The candidate fields ``groundingMetadata`` (and ``urlContextMetadata``).
+    """
+    fields: dict[str, Any] = {}
+    if queries or sources:
+        fields["groundingMetadata"] = {
+            "webSearchQueries": list(queries),
+            "groundingChunks": [{"web": {"uri": uri, "title": title}} for uri, title in sources],
+        }
+    if urls:
+        fields["urlContextMetadata"] = {
+            "urlMetadata": [
+                {"retrievedUrl": url, "urlRetrievalStatus": status} for url, status in urls
+            ]
+        }
+    return fields
 
 
 def malformed_function_call(message: str = "Malformed function call.") -> Reply:

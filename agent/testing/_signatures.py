@@ -42,6 +42,9 @@ DUMMY_SIGNATURES: Final = (
 
 _SIZE: Final = 24
 
+SERVER_PART_KINDS: Final = ("toolCall", "toolResponse", "executableCode", "codeExecutionResult")
+"""Parts of server-side (built-in) tools, which must be echoed back verbatim."""
+
 
 def decode_signature(value: Any) -> bytes | None:
     """Decode a ``thoughtSignature`` sent in standard or URL-safe base64, padded or not."""
@@ -95,6 +98,9 @@ class SignatureBook:
     """Signature bytes sent -> the `call_key` of the calls they were put on."""
     unsigned: set[str] = field(default_factory=set)
     """The `call_key` of first calls of steps sent without a signature."""
+    server_parts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """Server-side tool parts sent (``toolCall``, ``executableCode``...), by (kind, id):
+    they must come back exactly as sent."""
 
     def sign(self, part: Mapping[str, Any]) -> bytes:
         """Return the signature for a wire part (its ``functionCall``, else its ``text``)."""
@@ -108,6 +114,11 @@ class SignatureBook:
 
     def record_step(self, parts: Sequence[Mapping[str, Any]]) -> None:
         """Remember the signature (or its absence) of a model step about to be sent."""
+        for part in parts:
+            for kind in SERVER_PART_KINDS:
+                body = part.get(kind)
+                if isinstance(body, Mapping) and isinstance(body.get("id"), str):
+                    self.server_parts[(kind, body["id"])] = dict(part)
         first = next((p for p in parts if isinstance(p.get("functionCall"), Mapping)), None)
         if first is None:
             return

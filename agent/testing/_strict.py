@@ -13,7 +13,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent.testing._signatures import SignatureBook, call_key, decode_signature, is_dummy
+from agent._capabilities import accepts_schema_with_tools
+from agent.testing._signatures import (
+    SERVER_PART_KINDS,
+    SignatureBook,
+    call_key,
+    decode_signature,
+    is_dummy,
+)
+from toolnexus._gemini_schema import SCHEMA_KEYWORDS
 
 __all__ = ["check_request", "lenient_family", "normalize"]
 
@@ -87,35 +95,7 @@ _DECLARATION_KEYS: Final = frozenset(
         "behavior",
     }
 )
-_SCHEMA_KEYS: Final = frozenset(
-    {
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "example",
-        "anyOf",
-        "propertyOrdering",
-        "default",
-        "items",
-        "minimum",
-        "maximum",
-        "additionalProperties",
-        "ref",
-        "defs",
-    }
-)
+_SCHEMA_KEYS: Final = SCHEMA_KEYWORDS | {"additionalProperties", "ref", "defs"}
 _SCHEMA_TYPES: Final = frozenset(
     {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
 )
@@ -191,13 +171,115 @@ def check_request(
     """Return why the real API would refuse this (normalised) request body, or ``None``.
 
     ``book`` enables the thought-signature rules; without it they are skipped. ``model``
-    (the name in the request's path) picks the family's rules, see `lenient_family`.
+    (the name in the request's path) picks the family's rules, see `lenient_family`, and
+    the rules that differ between model generations (schema with tools, built-in tools,
+    multimodal function responses).
     """
     try:
         _check(body, book, lenient_family(model))
+        if model is not None:
+            _check_model_features(body, model)
+        if book is not None:
+            _check_server_parts(body.get("contents") or [], book)
+        _check_inline_size(body.get("contents") or [])
     except _Invalid as exc:
         return str(exc)
     return None
+
+
+def _check_model_features(body: dict[str, Any], model: str) -> None:
+    """Refuse what ``model``'s generation does not take.
+
+    Gemini 2.x: no JSON response schema with tools, no built-in tools beside functions, no
+    server-side invocation flag. Gemini 3: built-in tools beside functions need the flag.
+    """
+    config = body.get("generationConfig")
+    json_mime = isinstance(config, dict) and config.get("responseMimeType") == "application/json"
+    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict)]
+    functions = any(tool.get("functionDeclarations") for tool in tools)
+    builtin = any(set(tool) - {"functionDeclarations"} for tool in tools)
+    tool_config = body.get("toolConfig")
+    flag = isinstance(tool_config, dict) and tool_config.get("includeServerSideToolInvocations")
+    if not accepts_schema_with_tools(model):
+        _check_no_function_response_parts(body.get("contents") or [])
+    if accepts_schema_with_tools(model):
+        if builtin and functions and not flag:
+            raise _Invalid(
+                "Please enable tool_config.include_server_side_tool_invocations to use "
+                "Built-in tools with Function calling."
+            )
+        return
+    if json_mime and functions:
+        raise _Invalid(
+            "Function calling with a response mime type: 'application/json' is unsupported"
+        )
+    if json_mime and builtin:
+        raise _Invalid("Tool use with a response mime type: 'application/json' is unsupported")
+    if builtin and functions:
+        raise _Invalid("Tool use with function calling is unsupported")
+    if flag:
+        raise _Invalid("Tool call context circulation is not enabled")
+
+
+INLINE_LIMIT = 100 * 1024 * 1024
+"""The most bytes of inline data (decoded) one request may carry."""
+
+
+def _check_inline_size(contents: list[Any]) -> None:
+    total = 0
+    for content in contents:
+        for part in (content.get("parts") or []) if isinstance(content, dict) else []:
+            inline = part.get("inlineData") if isinstance(part, dict) else None
+            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                total += len(inline["data"]) * 3 // 4
+    if total > INLINE_LIMIT:
+        raise _Invalid(
+            f"Request payload size exceeds the limit: {INLINE_LIMIT} bytes. (The request "
+            f"carries about {total} bytes of inline data; upload large files with the Files "
+            "API and send them as fileData.)"
+        )
+
+
+def _check_no_function_response_parts(contents: list[Any]) -> None:
+    """Gemini 2.x has no multimodal function responses."""
+    for index, content in enumerate(contents):
+        for position, part in enumerate(content.get("parts") or []):
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(response, dict) and response.get("parts"):
+                raise _Invalid(
+                    f"* GenerateContentRequest.contents[{index}].parts[{position}]."
+                    "function_response.parts: multimodal function responses are not supported "
+                    "by this model. (Send files as inlineData or fileData parts of the user "
+                    "content instead.)"
+                )
+
+
+def _check_server_parts(contents: list[Any], book: SignatureBook) -> None:
+    """Server-side tool parts this fake sent must come back exactly as received."""
+    for index, content in enumerate(contents):
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        for position, part in enumerate(content.get("parts") or []):
+            for kind in SERVER_PART_KINDS:
+                body = part.get(kind) if isinstance(part, dict) else None
+                if not isinstance(body, dict):
+                    continue
+                sent = book.server_parts.get((kind, str(body.get("id"))))
+                if sent is not None and not _same_part(part, sent):
+                    raise _Invalid(
+                        f"* GenerateContentRequest.contents[{index}].parts[{position}]: the "
+                        f"{kind} part (id {body['id']!r}) differs from the one the model "
+                        "returned; send server-side tool parts back exactly as received, "
+                        "thought signature included."
+                    )
+
+
+def _same_part(echoed: dict[str, Any], sent: dict[str, Any]) -> bool:
+    def plain(part: dict[str, Any]) -> tuple[Any, Any]:
+        rest = {k: v for k, v in part.items() if k != "thoughtSignature"}
+        return rest, decode_signature(part.get("thoughtSignature"))
+
+    return plain(echoed) == plain(sent)
 
 
 def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None:

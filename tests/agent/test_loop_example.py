@@ -60,3 +60,18 @@ async def test_quickstart_without_network_says_so_in_one_line(unreachable, capsy
     assert line.startswith("error: Gemini call failed after 5 attempts: NETWORK_ERROR: ")
     assert "could not reach 127.0.0.1" in line
     assert "check the network connection" in line
+
+
+def run_example(name: str) -> str:
+    """Run ``examples/NAME`` without an API key (so against the fake); return its stdout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -274,13 +274,15 @@ async def test_an_answer_of_only_an_image_is_an_answer_kept_in_the_result(fakes,
     assert result.contents[-1] == {"role": "model", "parts": [png]}
 
 
-@pytest.mark.parametrize("prompt", [["hi"], 42, b"hi", {"text": "hi"}])
+@pytest.mark.parametrize("prompt", [42, b"hi", {"text": "hi"}])
 async def test_a_prompt_that_is_not_text_is_refused_before_anything_is_sent(fakes, prompt):
+    # A list of parts is a prompt too (see tests/agent/test_media.py).
     fake = fake_of(fakes, [])
     agent = agent_on(fake)
-    with pytest.raises(TypeError, match=f"the prompt must be a str, got {type(prompt).__name__}"):
+    expected = f"the prompt must be a str or a list of parts, got {type(prompt).__name__}"
+    with pytest.raises(TypeError, match=expected):
         await agent.run(prompt)
-    with pytest.raises(TypeError, match="the prompt must be a str"):
+    with pytest.raises(TypeError, match="the prompt must be a str or a list of parts"):
         async for _ in agent.stream(prompt):
             pass
     assert fake.requests == []

@@ -264,6 +264,41 @@ def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     assert record["text"] == "done" and len(fake.requests) == 2
 
 
+def test_batch_records_carry_the_typed_output(cli: Cli, workdir: Path) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    (workdir / "schema.json").write_text(json.dumps(schema), "utf-8")
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "a", "prompt": "n?"}]), "utf-8")
+    fake = FakeGemini(['{"n": 7}'])
+    with fake.serve() as server:
+        code, _, err = cli(
+            "batch",
+            "tasks.yaml",
+            "--out",
+            "out.jsonl",
+            "--output-schema",
+            "schema.json",
+            "--no-builtins",
+            server=server,
+        )
+    assert code == 0, err
+    [line] = (workdir / "out.jsonl").read_text("utf-8").splitlines()
+    assert json.loads(line)["output"] == {"n": 7}
+
+
+def test_batch_task_files_go_with_the_prompt(cli: Cli, workdir: Path) -> None:
+    (workdir / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    tasks = [{"id": "a", "prompt": "What?", "files": ["dot.png"]}]
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump(tasks), "utf-8")
+    fake = FakeGemini(["A dot."])
+    with fake.serve() as server:
+        code, _, err = cli(
+            "batch", "tasks.yaml", "--out", "out.jsonl", "--no-builtins", server=server
+        )
+    assert code == 0, err
+    parts = fake.requests[0].contents[0]["parts"]
+    assert parts[1]["inlineData"]["mimeType"] == "image/png"
+
+
 @contextmanager
 def _held_batch(
     workdir: Path, answer: str

@@ -256,6 +256,46 @@ def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
     assert CliError("--x: bad").code == EXIT_USAGE
 
 
+def test_run_output_schema_file_and_model_carry_output(cli: Cli, workdir: Path) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    (workdir / "schema.json").write_text(json.dumps(schema), "utf-8")
+    (workdir / "outmodels.py").write_text(
+        "import pydantic\n\nclass City(pydantic.BaseModel):\n    city: str\n", "utf-8"
+    )
+    for spec in ("schema.json", "outmodels:City"):
+        fake = FakeGemini(['{"city": "Paris"}'])
+        with fake.serve() as server:
+            code, out, err = cli(
+                "run",
+                "--json",
+                "--no-builtins",
+                "--output-schema",
+                spec,
+                "Capital of France?",
+                server=server,
+            )
+        assert code == 0, err
+        assert json.loads(out)["output"] == {"city": "Paris"}
+        assert fake.requests[0].body["generationConfig"]["responseJsonSchema"]["required"] == [
+            "city"
+        ]
+    code, _, err = cli("run", "--output-schema", "nomodule:X", "hi")
+    assert code == 2 and "cannot import nomodule" in err
+
+
+def test_run_file_sends_the_image_with_the_prompt(cli: Cli, workdir: Path) -> None:
+    (workdir / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    fake = FakeGemini(["A dot."])
+    with fake.serve() as server:
+        code, out, err = cli("run", "--no-builtins", "--file", "dot.png", "What?", server=server)
+    assert (code, out) == (0, "A dot.\n"), err
+    parts = fake.requests[0].contents[0]["parts"]
+    assert parts[0] == {"text": "What?"}
+    assert parts[1]["inlineData"]["mimeType"] == "image/png"
+    code, _, err = cli("run", "--file", "missing.png", "What?")
+    assert (code, err.strip()) == (2, "--file: no such file: missing.png")
+
+
 def test_run_without_network_ends_in_one_line_and_exit_1(cli: Cli, monkeypatch) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused

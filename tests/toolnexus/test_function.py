@@ -248,7 +248,7 @@ def _walk(node: Any, path: str = "") -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize("fn", [fn for fn, _ in SCHEMAS], ids=lambda fn: fn.__name__)
 def test_no_none_and_only_model_titles_in_schema(fn: Callable[..., Any]) -> None:
-    payload = tn.to_gemini([define_tool(fn)])
+    payload = tn.to_gemini([define_tool(fn)], json_schema=True)
     assert [path for path, value in _walk(payload) if value is None] == []
     titles = [path for path, _ in _walk(dict(define_tool(fn).input_schema)) if "title" in path]
     assert all(re.fullmatch(r"/\$defs/\w+/title", path) for path in titles), titles

@@ -26,7 +26,8 @@ from toolnexus import McpConfigError, McpServerStatus, Toolkit, mcp_status
 
 SERVER = Path(__file__).parent / "mcp_servers" / "demo_server.py"
 SECRET = "mcp-s3cr3t-9917"
-ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "pid", "raise", "sleep", "t_0"]
+ALL_TOOLS = ["add", "cwd", "echo", "env", "fail", "header", "image", "pid", "raise", "sleep"]
+ALL_TOOLS += ["t_0"]
 ALL_TOOLS += ["t_1", "t_2", "t_3", "t_4"]
 
 
@@ -137,6 +138,16 @@ def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, f
     raised = toolnexus.execute(tk, "demo_raise", {})
     assert raised.is_error
     assert raised.output == "Tool 'demo_raise' failed: MCPError: server-side boom"
+
+
+def test_image_and_audio_content_become_attachments(built: tuple[Toolkit, float]) -> None:
+    tk, _ = built
+    result = toolnexus.execute(tk, "demo_image", {})
+    assert (result.output, result.is_error) == ("a dot", False)
+    assert [(a.mime_type, a.data, a.name) for a in result.attachments] == [
+        ("image/png", b"\x89PNG\r\n\x1a\nfake", "image_2.png"),
+        ("audio/wav", b"RIFFfake", "audio_3.wav"),
+    ]
 
 
 def test_arguments_are_checked_against_the_server_schema_before_the_call(

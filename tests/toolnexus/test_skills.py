@@ -84,8 +84,8 @@ def test_skill_tool_declaration_matches_the_contract() -> None:
     assert "hello-world" not in tool.description  # the catalog goes out once, in the prompt
     assert "Available Skills" in tool.description
     assert "load" in tool.description.lower()
-    [declarations] = tn.to_gemini(tk)
-    assert declarations["functionDeclarations"][0]["parameters"] == contract
+    [declarations] = tn.to_gemini(tk, json_schema=True)
+    assert declarations["functionDeclarations"][0]["parametersJsonSchema"] == contract
 
 
 def test_bad_arguments_are_error_results_naming_the_field() -> None:

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._arguments import whole_number
+from toolnexus.builtins._media import check_size, media_result, media_type_of
 from toolnexus.builtins._patch import PatchError, UpdateFile, parse_patch, plan_patch
 from toolnexus.builtins._text import (
     BOM,
@@ -40,7 +41,7 @@ from toolnexus.builtins._text import (
     match_line_endings,
 )
 from toolnexus.builtins._workspace import MAX_PATH, Moved, Workspace, os_error, path_locks
-from toolnexus.tool import Handler, ToolContext, ToolError
+from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 __all__ = ["apply_patch_handler", "edit_handler", "read_handler", "write_handler"]
 
@@ -300,13 +301,17 @@ def read_handler(settings: BuiltinSettings) -> Handler:
     """Return the handler of the ``read`` tool for ``settings``' workspace."""
     ws, limits = Workspace(settings), settings.limits
 
-    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str | ToolResult:
         offset = whole_number(args, "offset", 1, _MOST_LINES)
         limit = whole_number(args, "limit", limits.read_lines, _MOST_LINES)
         path = _resolve(ws, args["path"])
         shown = ws.display(path)
         try:
             with _opened(ws, path, shown) as (handle, _):
+                media = media_type_of(path.name)
+                if media is not None:  # an image or PDF: the model gets the file itself
+                    check_size(os.fstat(handle.fileno()).st_size, shown)
+                    return media_result(handle.read(), media, shown)
                 return read_window(handle, shown, offset, limit, limits)
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None

@@ -26,6 +26,7 @@ from toolnexus._execute import in_worker
 from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._arguments import positive_number
 from toolnexus.builtins._html import TextExtractor
+from toolnexus.builtins._media import is_media, media_result
 from toolnexus.builtins._netguard import GuardedTransport
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
@@ -214,6 +215,8 @@ async def _fetch_within(
         piece = text[:_ERROR_BODY_CHARS] + ("..." if len(text) > _ERROR_BODY_CHARS else "")
         detail = f"\n{piece}" if piece.strip() else ""
         return ToolResult(f"{status} for {url}{detail}", is_error=True, metadata=meta)
+    if is_media(content_type) and not cut:  # an image or PDF: the model gets the file itself
+        return media_result(body, content_type, url)
     if not _is_text(content_type):
         return ToolResult(
             f"{url} returned non-text content ({content_type}, {len(body)} bytes"

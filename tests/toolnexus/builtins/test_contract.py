@@ -32,15 +32,16 @@ def test_builtin_schema_equals_the_contract(tmp_path: Path, name: str) -> None:
 def test_build_with_skills_renders_eleven_declarations() -> None:
     root = Path(__file__).parents[3]
     tk = toolnexus.build(skills=root / "examples" / "skills", root=root)
-    declarations = toolnexus.to_gemini(tk)[0]["functionDeclarations"]
+    # The full schemas (what the agent sends) are the contract's exactly.
+    declarations = toolnexus.to_gemini(tk, json_schema=True)[0]["functionDeclarations"]
     names = [d["name"] for d in declarations]
     assert names == [
         "apply_patch", "bash", "edit", "glob", "grep", "question",
         "read", "skill", "todowrite", "webfetch", "write",
     ]  # fmt: skip
-    assert declarations[0]["parameters"]["required"] == ["patchText"]
+    assert declarations[0]["parametersJsonSchema"]["required"] == ["patchText"]
     skill = next(d for d in declarations if d["name"] == "skill")
-    assert skill["parameters"] == CONTRACT["skill"]
+    assert skill["parametersJsonSchema"] == CONTRACT["skill"]
     sources = {tool.name: tool.source for tool in tk}
     assert all(sources[name] == "builtin" for name in NAMES)
 

@@ -120,10 +120,16 @@ def test_non_2xx_is_an_error_with_status_and_body(tk: Toolkit, server: str) -> N
     assert len(broken.output) < 1200 and broken.output.endswith("...")
 
 
-def test_non_text_content_is_refused(tk: Toolkit, server: str) -> None:
+def test_an_image_comes_back_as_an_attachment(tk: Toolkit, server: str) -> None:
     result = fetch(tk, f"{server}/image.png")
-    assert result.is_error is True
-    assert "non-text content (image/png, 108 bytes)" in result.output
+    assert result.is_error is False
+    assert result.output == f"{server}/image.png is attached (image, 108 bytes)."
+    [attached] = result.attachments
+    assert (attached.mime_type, len(attached.data or b""), attached.name) == (
+        "image/png",
+        108,
+        "image.png",
+    )
 
 
 def test_output_is_capped(tmp_path: Path, server: str) -> None:

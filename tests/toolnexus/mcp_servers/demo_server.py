@@ -19,6 +19,7 @@ The tool list is served two tools per page, so clients must follow ``nextCursor`
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
@@ -59,6 +60,7 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
     ),
     types.Tool(name="cwd", description="The working directory.", input_schema=_OBJ),
+    types.Tool(name="image", description="A tiny PNG and a WAV.", input_schema=_OBJ),
     types.Tool(name="pid", description="The server's process id.", input_schema=_OBJ),
     types.Tool(
         name="sleep",
@@ -101,6 +103,16 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         raise ValueError("server-side boom")
     if params.name == "env":
         return types.CallToolResult(content=_text(os.environ.get(args.get("name", ""), "<unset>")))
+    if params.name == "image":
+        png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+        wav = base64.b64encode(b"RIFFfake").decode()
+        return types.CallToolResult(
+            content=[
+                types.TextContent(text="a dot"),
+                types.ImageContent(data=png, mime_type="image/png"),
+                types.AudioContent(data=wav, mime_type="audio/wav"),
+            ]
+        )
     if params.name == "cwd":
         return types.CallToolResult(content=_text(os.getcwd()))
     if params.name == "sleep":

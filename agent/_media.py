@@ -1,0 +1,170 @@
+"""Files in the conversation: prompt parts and tool-result attachments as Gemini parts.
+
+A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (read, MIME type
+from the name), `toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part
+dict. An attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``.
+
+Tool results: on models that take multimodal function responses (Gemini 3 and newer) the
+attachments go in ``functionResponse.parts``, each named in ``response.attachments`` as
+``{"$ref": name}``. Older models refuse those parts, so there the response says
+``See file NAME.`` and the files follow the function responses in the same user Content,
+each after a ``This is file NAME:`` text part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from google.genai import types
+
+from agent._capabilities import generation
+from agent.errors import ConfigurationError
+from toolnexus import Attachment
+
+__all__ = [
+    "INLINE_LIMIT",
+    "Prompt",
+    "attachment_part",
+    "function_response_content",
+    "multimodal_function_responses",
+    "prompt_content",
+    "response_parts",
+]
+
+INLINE_LIMIT = 100 * 1024 * 1024
+"""The most bytes of inline data one request may carry (the Gemini API's limit)."""
+
+PromptPart: TypeAlias = str | Path | Attachment | types.Part | Mapping[str, Any]
+Prompt: TypeAlias = str | Sequence[PromptPart]
+"""What `Agent.run` takes: text, or a list of parts (text, files, SDK parts, part dicts)."""
+
+
+def multimodal_function_responses(model: str) -> bool:
+    """Tell whether ``model`` takes files in ``functionResponse.parts`` (Gemini 3 and newer)."""
+    found = generation(model)
+    return found is None or found >= 3
+
+
+def attachment_part(attachment: Attachment) -> types.Part:
+    """Return the part carrying ``attachment``: inline bytes, or file data by URI."""
+    if attachment.data is not None:
+        return types.Part(
+            inline_data=types.Blob(mime_type=attachment.mime_type, data=attachment.data)
+        )
+    return types.Part(
+        file_data=types.FileData(mime_type=attachment.mime_type, file_uri=attachment.uri)
+    )
+
+
+def _part(item: PromptPart, index: int) -> types.Part:
+    if isinstance(item, str):
+        return types.Part(text=item)
+    if isinstance(item, Path):
+        try:
+            return attachment_part(Attachment.from_path(item))
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"prompt part {index}: cannot attach {item}: {exc}") from None
+    if isinstance(item, Attachment):
+        return attachment_part(item)
+    if isinstance(item, types.Part):
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return types.Part.model_validate(item)
+        except ValueError as exc:
+            raise ConfigurationError(f"prompt part {index} is not a Gemini part: {exc}") from None
+    raise TypeError(
+        f"prompt part {index} is a {type(item).__name__}: use str, pathlib.Path, "
+        "toolnexus.Attachment, google.genai types.Part or a part dict"
+    )
+
+
+def prompt_content(prompt: Prompt) -> types.Content:
+    """Return the ``user`` Content of a prompt.
+
+    Raises:
+        TypeError: The prompt (or a part of it) is of a type a prompt cannot hold.
+        ConfigurationError: A file cannot be read, a dict is not a part, the list is empty,
+            or the inline data passes `INLINE_LIMIT` (upload it with the Files API and pass
+            an ``Attachment(uri=...)`` instead).
+    """
+    if isinstance(prompt, str):
+        return types.Content(role="user", parts=[types.Part(text=prompt)])
+    if not isinstance(prompt, Sequence):
+        raise TypeError(f"prompt must be a str or a list of parts, not {type(prompt).__name__}")
+    parts = [_part(item, index) for index, item in enumerate(prompt)]
+    if not parts:
+        raise ConfigurationError("the prompt is an empty list of parts")
+    inline = sum(len(p.inline_data.data or b"") for p in parts if p.inline_data is not None)
+    if inline > INLINE_LIMIT:
+        raise ConfigurationError(
+            f"the prompt carries {inline} bytes inline, over Gemini's limit of {INLINE_LIMIT}: "
+            "upload large files with the Files API (client.files.upload) and pass "
+            "toolnexus.Attachment(mime_type, uri=file.uri)"
+        )
+    return types.Content(role="user", parts=parts)
+
+
+def response_parts(
+    response: dict[str, Any], attachments: Sequence[Attachment], *, multimodal: bool
+) -> tuple[dict[str, Any], list[types.FunctionResponsePart], list[types.Part]]:
+    """Place a tool result's attachments: ``(response, functionResponse parts, siblings)``.
+
+    ``multimodal`` models get them as function-response parts (named in
+    ``response["attachments"]``); others as sibling parts after the function responses.
+    """
+    if not attachments:
+        return response, [], []
+    names = [a.name or f"attachment_{i + 1}" for i, a in enumerate(attachments)]
+    if multimodal:
+        inner = [
+            _function_response_part(a, name) for a, name in zip(attachments, names, strict=True)
+        ]
+        return {**response, "attachments": [{"$ref": name} for name in names]}, inner, []
+    note = " ".join(f"See file {name}." for name in names)
+    output = f"{response.get('output', '')}\n{note}".strip()
+    siblings: list[types.Part] = []
+    for attachment, name in zip(attachments, names, strict=True):
+        siblings.append(types.Part(text=f"This is file {name}:"))
+        siblings.append(attachment_part(attachment))
+    return {**response, "output": output}, [], siblings
+
+
+def function_response_content(
+    items: Sequence[tuple[str | None, str, dict[str, Any], Sequence[Attachment]]],
+    *,
+    multimodal: bool,
+) -> types.Content:
+    """Return one ``user`` Content answering a turn's calls, attachments placed for the model.
+
+    Each item is ``(call id or None, tool name, response object, attachments)``.
+    """
+    parts: list[types.Part] = []
+    siblings: list[types.Part] = []
+    for call_id, name, response, attachments in items:
+        placed, inner, after = response_parts(response, attachments, multimodal=multimodal)
+        parts.append(
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call_id, name=name, response=placed, parts=inner or None
+                )
+            )
+        )
+        siblings.extend(after)
+    return types.Content(role="user", parts=parts + siblings)
+
+
+def _function_response_part(attachment: Attachment, name: str) -> types.FunctionResponsePart:
+    if attachment.data is not None:
+        return types.FunctionResponsePart(
+            inline_data=types.FunctionResponseBlob(
+                mime_type=attachment.mime_type, data=attachment.data, display_name=name
+            )
+        )
+    return types.FunctionResponsePart(
+        file_data=types.FunctionResponseFileData(
+            mime_type=attachment.mime_type, file_uri=attachment.uri, display_name=name
+        )
+    )

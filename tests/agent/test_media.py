@@ -1,0 +1,146 @@
+"""Files in prompts and in tool results, over the real SDK against the strict fake."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.genai import types
+
+import toolnexus as tn
+from agent import Agent, ConfigurationError, ModelError, RetryPolicy
+from agent.testing import FakeGemini, function_call
+from toolnexus import Attachment, ToolContext, ToolResult
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
+
+
+def _decode(value: str) -> bytes:
+    return base64.urlsafe_b64decode(value.replace("+", "-").replace("/", "_") + "==")
+
+
+def agent_on(fake: FakeGemini, model: str = "gemini-2.5-flash", **kw: Any) -> Agent:
+    return Agent(
+        model, api_key="k", http_client=fake.http_client(), retry=RetryPolicy(attempts=1), **kw
+    )
+
+
+async def test_an_image_prompt_goes_as_inline_data(tmp_path: Path) -> None:
+    image = tmp_path / "chart.png"
+    image.write_bytes(PNG)
+    fake = FakeGemini(["A chart."])
+    result = await agent_on(fake).run(
+        [
+            "What is in these?",
+            image,
+            Attachment("application/pdf", uri="https://example.org/a.pdf"),
+            types.Part(text="Be brief."),
+            {"text": "Thanks."},
+        ]
+    )
+    assert result.text == "A chart."
+    parts = fake.requests[0].contents[0]["parts"]
+    assert parts[0] == {"text": "What is in these?"}
+    assert parts[1]["inlineData"]["mimeType"] == "image/png"
+    assert _decode(parts[1]["inlineData"]["data"]) == PNG
+    assert parts[2] == {
+        "fileData": {"mimeType": "application/pdf", "fileUri": "https://example.org/a.pdf"}
+    }
+    assert parts[3:] == [{"text": "Be brief."}, {"text": "Thanks."}]
+    assert result.contents[0]["parts"][1]["inlineData"]["mimeType"] == "image/png"
+
+
+async def test_bad_prompts_are_refused_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeGemini([])
+    agent = agent_on(fake)
+    with pytest.raises(TypeError, match="prompt part 0 is a int"):
+        await agent.run([3])  # type: ignore[list-item]
+    import agent._media as media
+
+    monkeypatch.setattr(media, "INLINE_LIMIT", 10)
+    with pytest.raises(ConfigurationError, match="over Gemini's limit of 10"):
+        await agent.run(["big", Attachment("image/png", data=PNG)])
+    assert fake.requests == []
+
+
+async def test_the_fake_refuses_inline_data_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent.testing._strict as strict
+
+    monkeypatch.setattr(strict, "INLINE_LIMIT", 10)
+    fake = FakeGemini(["unused"])
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", data=PNG)])
+    assert fake.requests[0].error.startswith("Request payload size exceeds the limit: 10 bytes.")
+
+
+def _render(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return ToolResult(
+        "Rendered.", attachments=(Attachment("image/png", data=PNG, name="plot.png"),)
+    )
+
+
+RENDER = tn.Tool("render", _render, "Render a plot.", {"type": "object"})
+
+
+async def test_a_tool_png_goes_in_function_response_parts_on_gemini_3() -> None:
+    fake = FakeGemini([function_call("render"), "A rising line."])
+    result = await agent_on(fake, "gemini-3-flash-preview", toolkit=tn.toolkit([RENDER])).run(
+        "Plot"
+    )
+    fake.assert_consumed()
+    assert result.text == "A rising line."
+    [answer] = fake.requests[1].function_responses
+    assert answer["response"] == {
+        "output": "Rendered.",
+        "isError": False,
+        "attachments": [{"$ref": "plot.png"}],
+    }
+    [part] = answer["parts"]
+    assert part["inlineData"]["mimeType"] == "image/png"
+    assert part["inlineData"]["displayName"] == "plot.png"
+    assert _decode(part["inlineData"]["data"]) == PNG
+    assert len(fake.requests[1].contents[-1]["parts"]) == 1
+
+
+async def test_a_tool_png_follows_the_responses_on_gemini_2_5() -> None:
+    fake = FakeGemini([function_call("render", id=None), "A rising line."])
+    result = await agent_on(fake, "gemini-2.5-flash", toolkit=tn.toolkit([RENDER])).run("Plot")
+    fake.assert_consumed()
+    assert result.status == "completed"
+    parts = fake.requests[1].contents[-1]["parts"]
+    assert parts[0]["functionResponse"]["response"]["output"] == "Rendered.\nSee file plot.png."
+    assert "parts" not in parts[0]["functionResponse"]
+    assert parts[1] == {"text": "This is file plot.png:"}
+    assert _decode(parts[2]["inlineData"]["data"]) == PNG
+
+
+async def test_the_fake_refuses_function_response_parts_on_gemini_2_5() -> None:
+    fake = FakeGemini([function_call("render", id=None), "unused"])
+    client = fake.client()
+    first = client.models.generate_content(model="gemini-2.5-flash", contents="Plot")
+    answer = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(
+                    name="render",
+                    response={"output": "x"},
+                    parts=[types.FunctionResponsePart.from_bytes(data=PNG, mime_type="image/png")],
+                )
+            )
+        ],
+    )
+    history = [types.Content(role="user", parts=[types.Part(text="Plot")])]
+    with pytest.raises(Exception, match="multimodal function responses are not supported"):
+        client.models.generate_content(
+            model="gemini-2.5-flash",
+            contents=[*history, first.candidates[0].content, answer],
+        )
+
+
+def test_attachment_needs_one_source() -> None:
+    with pytest.raises(ValueError, match="exactly one of data= or uri="):
+        Attachment("image/png")
+    assert "3 bytes" in repr(Attachment("image/png", data=b"abc"))
