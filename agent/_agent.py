@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._client import ClientSettings
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
-from agent._loop import Checkpoint, Run, Settings, WaitFor
+from agent._loop import Checkpoint, Run, Settings, WaitFor, _maybe
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
@@ -31,6 +32,9 @@ __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model used when none is given."""
+
+SystemPrompt = Callable[[Any], "str | Awaitable[str | None] | None"]
+"""A system prompt built per run from the run's ``deps`` (sync or async)."""
 
 
 class ToolDeclarationWarning(AgentError, UserWarning):
@@ -60,7 +64,7 @@ class Agent:
         model: str = DEFAULT_MODEL,
         toolkit: Toolkit | None = None,
         *,
-        system_prompt: str | None = None,
+        system_prompt: str | SystemPrompt | None = None,
         max_turns: int = 50,
         wait_for: WaitFor | None = None,
         hooks: Hooks | None = None,
@@ -88,7 +92,9 @@ class Agent:
         Args:
             model: The Gemini model name, sent verbatim.
             toolkit: The tools the model may call (none by default).
-            system_prompt: Instructions sent with every request, before the skills catalog.
+            system_prompt: Instructions sent with every request, before the skills catalog;
+                or a function (sync or async) of the run's ``deps`` that returns them,
+                called once at the start of each run.
             max_turns: Model responses per run, at most.
             wait_for: Answers a suspended tool's `Request` inline (sync or async); without
                 it such a run ends ``"pending"``.
@@ -141,8 +147,11 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
-        self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
-        """The system instruction sent with every request (``None`` when empty)."""
+        self._system_prompt = system_prompt if callable(system_prompt) else None
+        fixed = None if callable(system_prompt) else system_prompt
+        self.system_instruction = system_instruction(fixed, skills_prompt(self.toolkit))
+        """The system instruction sent with every request (``None`` when empty); with a
+        callable ``system_prompt``, only the skills catalog part (the rest is built per run)."""
         self._model = GeminiModel.build(
             model,
             system=self.system_instruction,
@@ -174,6 +183,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
@@ -197,6 +207,9 @@ class Agent:
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
                 request a pending history waits on.
             session: The name of a conversation kept in the agent's ``store``.
+            deps: The run's data (a user id, a database handle): every tool receives it as
+                ``context.deps`` and a callable ``system_prompt`` as its argument. It is
+                never sent to the model.
 
         Returns:
             The `RunResult`: ``"completed"``, ``"pending"``, ``"blocked"`` or
@@ -211,7 +224,7 @@ class Agent:
             SessionBusyError: Another run holds the same session.
         """
         result: RunResult | None = None
-        events = self._events(prompt, history, answer, session, streaming=False)
+        events = self._events(prompt, history, answer, session, deps, streaming=False)
         async with contextlib.aclosing(events):
             async for event in events:
                 if isinstance(event, DoneEvent):
@@ -226,6 +239,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
     ) -> RunResult:
         """Run from synchronous code: `run` on a new event loop, with the same arguments.
 
@@ -249,7 +263,9 @@ class Agent:
 
         async def run_then_release() -> RunResult:
             try:
-                return await self.run(prompt, history=history, answer=answer, session=session)
+                return await self.run(
+                    prompt, history=history, answer=answer, session=session, deps=deps
+                )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
                 await self._model.release_connections()
@@ -263,6 +279,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
@@ -290,7 +307,7 @@ class Agent:
             RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
                 ``SessionBusyError`` as for `run`.
         """
-        return self._events(prompt, history, answer, session, streaming=True)
+        return self._events(prompt, history, answer, session, deps, streaming=True)
 
     @property
     def store(self) -> Store:
@@ -307,14 +324,16 @@ class Agent:
         history: Sequence[Any] | None,
         answer: Answer | None,
         session: str | None,
+        deps: Any,
         *,
         streaming: bool,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events under its session (if any) and its deadline (if any)."""
         if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
+        settings = await self._settings_for(deps)
         async with self._session(session) as (saved, save):
-            run = Run(self._settings, prompt, saved or history, answer, save, streaming=streaming)
+            run = Run(settings, prompt, saved or history, answer, save, streaming=streaming)
             events = run.events()
             deadline = self.deadline
             when = None if deadline is None else asyncio.get_running_loop().time() + deadline
@@ -333,6 +352,17 @@ class Agent:
                             result=run.result("incomplete", reason="deadline"),
                         ) from None
                     yield event
+
+    async def _settings_for(self, deps: Any) -> Settings:
+        """Return the settings of one run: its ``deps`` and, if callable, its system prompt."""
+        settings = self._settings
+        if self._system_prompt is not None:
+            text = await _maybe(self._system_prompt(deps))
+            instruction = system_instruction(text, skills_prompt(self.toolkit))
+            settings = dataclasses.replace(settings, model=self._model.with_system(instruction))
+        if deps is not None:
+            settings = dataclasses.replace(settings, deps=deps)
+        return settings
 
     @contextlib.asynccontextmanager
     async def _session(

@@ -82,7 +82,9 @@ async def run_call(
 async def _tool(
     settings: Settings, call: ToolCall, args: dict[str, Any], answer: Answer | None
 ) -> ToolResult:
-    context = ToolContext(timeout=settings.tool_timeout, call_id=call.id, answer=answer)
+    context = ToolContext(
+        timeout=settings.tool_timeout, call_id=call.id, answer=answer, deps=settings.deps
+    )
     return await execute_async(settings.toolkit, call.name, args, context)
 
 

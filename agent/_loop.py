@@ -85,6 +85,8 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    deps: Any = None
+    """The run's data, handed to every tool as ``context.deps`` (set per run)."""
 
 
 @dataclass(frozen=True, slots=True)

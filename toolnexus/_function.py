@@ -429,10 +429,10 @@ def define_tool(
     type hints (on first use, so defining many tools is cheap). Unknown arguments are
     rejected, and bad arguments never reach the function: the call fails with an error
     result that lists every problem by field path. A parameter annotated `ToolContext`
-    receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
-    of the schema. ``*args``, ``**kwargs`` and positional-only parameters raise
-    `ConfigError` here, as does a type hint that cannot be resolved; for a method, pass the
-    bound method (``define_tool(obj.method)``).
+    receives the call's context (its ``call_id``, ``answer``, ``extra`` and the run's
+    ``deps``) and is left out of the schema. ``*args``, ``**kwargs`` and positional-only
+    parameters raise `ConfigError` here, as does a type hint that cannot be resolved; for a
+    method, pass the bound method (``define_tool(obj.method)``).
 
     Sync functions run in a worker thread, async ones on the event loop. The return
     value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,

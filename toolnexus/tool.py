@@ -119,6 +119,9 @@ class ToolContext:
     """The answer to a `Request` this tool suspended on, when the call is a re-run."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Host-defined values (a session id, a user id) passed through untouched."""
+    deps: Any = None
+    """The run's data: the object given as ``Agent.run(..., deps=...)`` (a user id, a
+    database handle), the same for every call of that run; ``None`` when none was given."""
 
 
 Handler = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]

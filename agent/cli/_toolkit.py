@@ -15,7 +15,7 @@ from agent.cli._options import reason
 if TYPE_CHECKING:
     from toolnexus import Tool, Toolkit
 
-__all__ = ["build_toolkit", "check_toolkit_flags", "load_tools"]
+__all__ = ["build_toolkit", "check_toolkit_flags", "import_attr", "load_tools"]
 
 
 def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
@@ -48,20 +48,7 @@ def load_tools(spec: str) -> list[Tool]:
     """
     from toolnexus import Tool, define_tool
 
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise CliError(f"--tools {spec}: expected MODULE:ATTR, e.g. mytools:forecast")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: any error is theirs to see
-        raise CliError(f"--tools {spec}: cannot import {module_name}: {exc!r}") from None
-    try:
-        value: Any = getattr(module, attr)
-    except AttributeError:
-        raise CliError(f"--tools {spec}: module {module_name} has no attribute {attr!r}") from None
+    value = import_attr(spec, "--tools", "mytools:forecast")
     tools: list[Tool] = []
     for item in value if isinstance(value, list | tuple) else [value]:
         if isinstance(item, Tool):
@@ -74,6 +61,29 @@ def load_tools(spec: str) -> list[Tool]:
         else:
             raise CliError(f"--tools {spec}: {type(item).__name__} is not a Tool or a function")
     return tools
+
+
+def import_attr(spec: str, flag: str, example: str) -> Any:
+    """Import ``module:attr`` (``module`` importable from the current dir); return the value.
+
+    Raises:
+        CliError: The spec is malformed, the module cannot be imported or has no ``attr``
+            (the message names ``flag``).
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"{flag} {spec}: expected MODULE:ATTR, e.g. {example}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any error is theirs to see
+        raise CliError(f"{flag} {spec}: cannot import {module_name}: {exc!r}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CliError(f"{flag} {spec}: module {module_name} has no attribute {attr!r}") from None
 
 
 async def build_toolkit(args: argparse.Namespace, own: list[Tool]) -> Toolkit:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import sys
@@ -24,7 +25,7 @@ from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
-from agent.cli._toolkit import check_toolkit_flags
+from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -109,6 +110,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=4,
         metavar="N",
         help="tasks run at the same time (default: 4)",
+    )
+    parser.add_argument(
+        "--deps",
+        metavar="MODULE:ATTR",
+        help="a function of the task that returns its run data (tools get it as context.deps)",
     )
     parser.add_argument(
         "--retry-failed",
@@ -324,6 +330,27 @@ class _Progress:
 
 # --------------------------------------------------------------------------- running
 
+DepsFactory = Callable[[Task], Any] | None
+"""``--deps``: returns a task's run data (sync or async); ``None`` without the flag."""
+
+
+def load_deps_factory(spec: str | None) -> DepsFactory:
+    """Return the function ``--deps MODULE:ATTR`` names (``None`` without the flag).
+
+    Raises:
+        CliError: The spec cannot be imported or is not callable.
+    """
+    if spec is None:
+        return None
+    factory = import_attr(spec, "--deps", "mydeps:for_task")
+    if not callable(factory):
+        raise CliError(f"--deps {spec}: {type(factory).__name__} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
 
 def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
@@ -333,6 +360,7 @@ def command(args: argparse.Namespace) -> int:
     err = sys.stderr
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    deps_for = load_deps_factory(args.deps)
     finished = read_finished(args.out, err)
     todo = [
         task
@@ -347,7 +375,7 @@ def command(args: argparse.Namespace) -> int:
     try:
         if todo:
             with agent_log(args.verbose):
-                asyncio.run(_batch(args, todo, own, system, output, progress, finished))
+                asyncio.run(_batch(args, todo, own, system, output, progress, finished, deps_for))
     except KeyboardInterrupt:
         progress.close()
         err.write(f"interrupted: {progress.done} tasks recorded this run; run again to resume\n")
@@ -370,6 +398,7 @@ async def _batch(
     output: _Output,
     progress: _Progress,
     finished: dict[str, str],
+    deps_for: DepsFactory,
 ) -> None:
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
@@ -391,7 +420,7 @@ async def _batch(
             while not queue.empty():
                 task = queue.get_nowait()
                 progress.started()
-                record, retries = await _run_task(agent_for, task, factory.model)
+                record, retries = await _run_task(agent_for, task, factory.model, deps_for)
                 output.append(record)
                 finished[task.id] = record["status"]
                 progress.finished(record, retries)
@@ -403,13 +432,14 @@ async def _batch(
 
 
 async def _run_task(
-    agent_for: Callable[[Task], Agent], task: Task, default_model: str
+    agent_for: Callable[[Task], Agent], task: Task, default_model: str, deps_for: DepsFactory
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        result = await agent_for(task).run(task.prompt)
+        deps = await _maybe(deps_for(task)) if deps_for is not None else None
+        result = await agent_for(task).run(task.prompt, deps=deps)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
