@@ -35,6 +35,7 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._approval import ApprovalPolicy, Deny
     from agent._declarations import DeclarationProblem
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
@@ -47,6 +48,8 @@ _LAZY = {
     "DEFAULT_MODEL": "agent._agent",
     "Agent": "agent._agent",
     "ToolDeclarationWarning": "agent._agent",
+    "ApprovalPolicy": "agent._approval",
+    "Deny": "agent._approval",
     "DeclarationProblem": "agent._declarations",
     "RunResult": "agent._result",
     "ToolCallRecord": "agent._result",
@@ -79,9 +82,11 @@ __all__ = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "ApprovalPolicy",
     "ConfigurationError",
     "DeadlineExceededError",
     "DeclarationProblem",
+    "Deny",
     "HookError",
     "Hooks",
     "MemoryStore",

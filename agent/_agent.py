@@ -9,6 +9,7 @@ import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._approval import ApprovalPolicy, Rule
 from agent._client import ClientSettings
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
@@ -86,6 +87,7 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        approval: ApprovalPolicy | Rule | None = None,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -121,6 +123,9 @@ class Agent:
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            approval: Which calls run, are refused or wait for a human's approval: an
+                `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
+                the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -171,6 +176,7 @@ class Agent:
             retry=retry or RetryPolicy(),
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
+            approval=ApprovalPolicy.of(approval),
         )
 
     def __repr__(self) -> str:

@@ -22,9 +22,10 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agent._approval import ApprovalPolicy
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
 from agent._contents import (
@@ -87,6 +88,8 @@ class Settings:
     """Seconds per tool call, or ``None``."""
     deps: Any = None
     """The run's data, handed to every tool as ``context.deps`` (set per run)."""
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which calls run, are refused, or wait for a human's approval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,8 +429,10 @@ class Run:
             args, result = await run_call(self.settings, self._hook, call, (request, reply))
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
             self.contents[-1] = replace_response(
-                self.contents[-1], index, function_response(result)
+                self.contents[-1], index, function_response(result, pending=result.pending)
             )
+            if result.pending is not None:  # answered, and now it asks something else
+                still = still or (result.pending, call)
             answered = True
         if answered and still is None:
             await self._checkpoint(None)  # the answered tool ran: keep its result

@@ -12,6 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
+    "approval.py": [
+        'write {"path": "hello.txt", "content": "HELLO."} -> Wrote 6 bytes',
+        "not approve this call to 'write': secrets",
+        "files: ['hello.txt']",
+    ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
 }
 

@@ -381,7 +381,11 @@ def _is_async(fn: _Fn) -> bool:
 
 
 def _make_tool(
-    fn: _Fn, name: str | None, description: str | None, caller: FrameType | None
+    fn: _Fn,
+    name: str | None,
+    description: str | None,
+    caller: FrameType | None,
+    requires_approval: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -396,16 +400,29 @@ def _make_tool(
         input_schema=_LazySchema(spec),
         source="native",
         validate=spec.validate,
+        requires_approval=requires_approval,
     )
 
 
 @overload
-def define_tool(fn: _Fn, /, *, name: str | None = None, description: str | None = None) -> Tool: ...
+def define_tool(
+    fn: _Fn,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
+) -> Tool: ...
 
 
 @overload
 def define_tool(
-    fn: None = None, /, *, name: str | None = None, description: str | None = None
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -415,6 +432,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -447,6 +465,7 @@ def define_tool(
         name: The tool's name; default: the function's ``__name__``.
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
+        requires_approval: An agent asks a human before each call (`Tool.requires_approval`).
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -469,7 +488,7 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1))
+            return _make_tool(inner, name, description, sys._getframe(1), requires_approval)
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1))
+    return _make_tool(fn, name, description, sys._getframe(1), requires_approval)

@@ -168,6 +168,9 @@ class Tool:
     """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
     """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
+    requires_approval: bool = False
+    """Ask a human before each call: an agent's approval policy suspends the call with a
+    request of kind ``"approval"`` unless the policy names this tool or its source."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))

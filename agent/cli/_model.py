@@ -18,7 +18,7 @@ from agent.errors import ConfigurationError
 if TYPE_CHECKING:
     import httpx
 
-    from agent import Agent, Store
+    from agent import Agent, ApprovalPolicy, Store
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -55,6 +55,7 @@ class AgentFactory:
         max_turns: int | None = None,
         wait_for: Asker | None = None,
         store: Store | None = None,
+        approval: ApprovalPolicy | None = None,
     ) -> Agent:
         """Return an `Agent` on the shared client.
 
@@ -76,6 +77,7 @@ class AgentFactory:
                 api_key=self.api_key,
                 store=store,
                 retry=quick,
+                approval=approval,
             )
         except ConfigurationError as exc:
             raise CliError(f"toolnexus-agent: {exc}") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
@@ -45,13 +46,17 @@ tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `ta
     - id: todo
       prompt: List the TODO comments under src/.
       model: gemini-2.5-pro            # per-task overrides: model, system, max_turns
+      allow: [write]                   # tools that may run without approval
 
 Each task needs a unique `id` and a `prompt`. A task's own fields win over `defaults`,
-which win over the command-line flags.
+which win over the command-line flags. Nobody answers approvals in a batch: a call that
+--approval would ask about (bash and file changes by default) is refused, and the model
+is told why, unless the task's `allow` lists the tool; the result says which were refused.
 
 output: one JSON line per finished task, written as it finishes:
   {{"id": ..., "status": "completed", "text": ..., "usage": {{...}}, "turns": 2,
-   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null}}
+   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
+   "denied": ["bash"]}}
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
 (--retry-failed runs the failed ones again).
@@ -66,7 +71,7 @@ exit code: 0 when every task completed, 1 when any did not, 2 for a usage error,
 
 {EXIT_CODES_HELP}"""
 
-_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns"})
+_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns", "allow"})
 _DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
 _BAR_WIDTH = 30
 
@@ -85,6 +90,8 @@ class Task:
     """The task's system prompt (else ``--system``)."""
     max_turns: int | None = None
     """The task's turn limit (else ``--max-turns``)."""
+    allow: tuple[str, ...] = ()
+    """Tools that run without asking in this task (else a call that would ask is refused)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -123,6 +130,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_approval_flag(parser, batch=True)
     parser.set_defaults(command=command)
 
 
@@ -204,7 +212,10 @@ def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
     for name, value in (("model", model), ("system", system)):
         if value is not None and not isinstance(value, str):
             raise CliError(f"batch: {where} ({task_id}): `{name}` must be text")
-    return Task(str(task_id), prompt, model, system, max_turns)
+    allow = item.get("allow") or []
+    if not isinstance(allow, list) or not all(isinstance(name, str) for name in allow):
+        raise CliError(f"batch: {where} ({task_id}): `allow` must be a list of tool names")
+    return Task(str(task_id), prompt, model, system, max_turns, tuple(allow))
 
 
 def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
@@ -288,6 +299,8 @@ class _Progress:
     def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
             self._note(f"{record['id']}: {describe_retry(retry)}")
+        if self.tty and record.get("denied"):
+            self._note(f"{record['id']}: refused without approval: {', '.join(record['denied'])}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -296,6 +309,8 @@ class _Progress:
             self._draw()
         else:
             detail = f": {record['error']}" if record.get("error") else ""
+            if record.get("denied"):
+                detail += f"; refused without approval: {', '.join(record['denied'])}"
             self.err.write(
                 f"[{self.done}/{self.total}] {record['id']} {status} "
                 f"({record['duration']:.1f} s){detail}\n"
@@ -405,15 +420,18 @@ async def _batch(
         queue.put_nowait(task)
     async with open_agents(args, own) as (factory, toolkit):
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
-        agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+        agents: dict[tuple[Any, ...], Agent] = {}
 
         def agent_for(task: Task) -> Agent:
             model = task.model or args.model
             prompt = task.system if task.system is not None else system
             max_turns = task.max_turns or args.max_turns
-            key = (model, prompt, max_turns)
+            key = (model, prompt, max_turns, task.allow)
             if key not in agents:
-                agents[key] = factory.make(toolkit, model=model, system=prompt, max_turns=max_turns)
+                policy = cli_policy(args.approval, toolkit, allow=task.allow, unattended=True)
+                agents[key] = factory.make(
+                    toolkit, model=model, system=prompt, max_turns=max_turns, approval=policy
+                )
             return agents[key]
 
         async def worker() -> None:
@@ -458,6 +476,11 @@ async def _run_task(
         tool_calls=len(result.tool_calls),
         reason=result.reason,
         limit=result.limit,
+        denied=[
+            call.name
+            for call in result.tool_calls
+            if (call.result.metadata or {}).get("approval") == "denied"
+        ],
     )
     if error:
         record["error"] = error
