@@ -35,6 +35,7 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._agent_files import load_agents
     from agent._approval import ApprovalPolicy, Deny
     from agent._declarations import DeclarationProblem
     from agent._result import RunResult, ToolCallRecord, Usage
@@ -62,6 +63,7 @@ _LAZY = {
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
+    "load_agents": "agent._agent_files",
 }
 
 
@@ -105,4 +107,5 @@ __all__ = [
     "TranscriptVersionError",
     "Usage",
     "Veto",
+    "load_agents",
 ]

@@ -16,6 +16,7 @@ from agent._declarations import DeclarationProblem, declaration, split_valid, sy
 from agent._loop import Checkpoint, Run, Settings, WaitFor, _maybe
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
+from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from agent._result import RunResult
     from agent._store import Store
-    from toolnexus import Request
+    from toolnexus import Request, Tool
 
 __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
 
@@ -314,6 +315,39 @@ class Agent:
                 ``SessionBusyError`` as for `run`.
         """
         return self._events(prompt, history, answer, session, deps, streaming=True)
+
+    def as_tool(self, *, name: str, description: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Tool:
+        """Return this agent as a tool of another agent: a sub-agent.
+
+        The tool takes ``{"task": string}`` and runs this agent's own conversation on it
+        (its own model, tools, system prompt and limits, with the calling run's ``deps``),
+        then returns its final text (or its typed output, as JSON, when it has one). Its
+        events reach the parent's stream as `SubAgentEvent` events marked with ``name`` and
+        the depth; its token usage is added to the parent's result. When it suspends (a
+        question, an approval), the parent's run suspends on the same request, and the
+        answer resumes the sub-agent where it stopped. A call that would nest sub-agents
+        deeper than ``max_depth`` fails with an error the model reads.
+
+        Example::
+
+            researcher = Agent(toolkit=search_tools, system_prompt="Find sources.")
+            lead = Agent(toolkit=tn.toolkit([researcher.as_tool(
+                name="researcher", description="Finds sources on a topic.")]))
+
+        Args:
+            name: The tool name the parent's model calls.
+            description: When the parent's model should hand a task to this agent.
+            max_depth: How deep sub-agents may nest (1: this one, but none of its own).
+
+        Returns:
+            A `toolnexus.Tool` with source ``"agent"``.
+
+        Raises:
+            ConfigurationError: ``max_depth`` is below 1.
+        """
+        if max_depth < 1:
+            raise ConfigurationError(f"max_depth must be at least 1, got {max_depth}")
+        return subagent_tool(self, name, description, max_depth)
 
     @property
     def store(self) -> Store:

@@ -31,6 +31,9 @@ __all__ = ["HookCaller", "WaitFor", "function_response", "run_call"]
 WaitFor = Callable[[Request], "Answer | Awaitable[Answer]"]
 """Answers a suspended tool's `Request` inline (sync or async)."""
 
+_MAX_QUESTIONS = 20
+"""Requests one call may put to ``wait_for`` in a row (a sub-agent asks one per question)."""
+
 HookCaller = Callable[..., Awaitable[Any]]
 """``call_hook(name, hook, *args)``: calls a hook (sync or async) and turns what it raises
 into a `HookError` carrying the run's partial result."""
@@ -136,18 +139,28 @@ async def _run(
 ) -> ToolResult:
     """Run the tool; a suspension it asks for is answered inline when ``wait_for`` can."""
     result = await _tool(settings, call, args, None)
-    request = result.pending
-    if request is not None and settings.wait_for is not None:
+    for _ in range(_MAX_QUESTIONS):
+        request = result.pending
+        if request is None or settings.wait_for is None:
+            break
         reply = await call_hook("wait_for", settings.wait_for, request)
         result = await _answered(settings, call, args, request, reply)
     return result
 
 
 async def _tool(
-    settings: Settings, call: ToolCall, args: dict[str, Any], answer: Answer | None
+    settings: Settings,
+    call: ToolCall,
+    args: dict[str, Any],
+    answer: Answer | None,
+    request: Request | None = None,
 ) -> ToolResult:
     context = ToolContext(
-        timeout=settings.tool_timeout, call_id=call.id, answer=answer, deps=settings.deps
+        timeout=settings.tool_timeout,
+        call_id=call.id,
+        answer=answer,
+        deps=settings.deps,
+        request=request,
     )
     return await execute_async(settings.toolkit, call.name, args, context)
 
@@ -155,14 +168,18 @@ async def _tool(
 async def _answered(
     settings: Settings, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
 ) -> ToolResult:
-    """Re-run a suspended tool once with its answer; refusal or a second suspension fail."""
+    """Re-run a suspended tool once with its answer.
+
+    A refusal fails the call, and so does asking the same request again; a new request
+    (a sub-agent that asks its next question) suspends again.
+    """
     if not answer.get("ok"):
         return ToolResult(
             f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
             is_error=True,
         )
-    result = await _tool(settings, call, args, answer)
-    if result.pending is not None:
+    result = await _tool(settings, call, args, answer, request)
+    if result.pending is not None and result.pending["id"] == request["id"]:
         return ToolResult(
             f"Tool {call.name!r} asked again after its request {request['id']!r} was "
             "answered; giving up on this call.",

@@ -42,6 +42,7 @@ from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
+from agent._subagent import Inbox, current_inbox, installed
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
     DoneEvent,
@@ -151,12 +152,19 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        parent = current_inbox()
+        self.depth = parent.depth + 1 if parent is not None else 0
+        """How deep this run is nested in sub-agent calls (0: a top-level run)."""
 
     # -- the loop ---------------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """Run to the end, yielding every event; the last one is `DoneEvent`."""
-        waiting = await self._resume_pending()
+        inbox = self._inbox()
+        with installed(inbox):
+            waiting = await self._resume_pending()
+        for nested in inbox.drain():
+            yield nested
         if waiting is not None:
             yield PendingEvent(*waiting)
             yield await self._end(self.result("pending", pending=waiting[0]))
@@ -197,6 +205,14 @@ class Run:
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
         yield await self._end(self.result("incomplete", limit="max_turns"))
+
+    def _inbox(self) -> Inbox:
+        """Return an inbox for the sub-agents this run's tool calls may start."""
+        return Inbox(self.depth, self.streaming, self._charge)
+
+    def _charge(self, usage: Usage) -> None:
+        """Add a sub-agent's tokens to this run's."""
+        self.usage = self.usage + usage
 
     def _keep(self, response: ModelResponse) -> None:
         """Append the model's turn to the transcript, as received."""
@@ -330,14 +346,19 @@ class Run:
         for call in tool_calls:
             yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
-        futures = [
-            asyncio.ensure_future(run_call(self.settings, self._hook, call)) for call in tool_calls
-        ]
-        index = {future: i for i, future in enumerate(futures)}
+        inbox = self._inbox()
+        with installed(inbox):  # sub-agents among the calls report to it
+            futures = [
+                asyncio.ensure_future(run_call(self.settings, self._hook, call))
+                for call in tool_calls
+            ]
+        index: dict[asyncio.Future[Any], int] = {future: i for i, future in enumerate(futures)}
         try:
-            waiting = set(futures)
+            waiting: set[asyncio.Future[Any]] = set(futures)
             while waiting:
-                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                done, waiting = await inbox.wait(waiting)
+                for nested in inbox.drain():
+                    yield nested
                 batch = sorted(index[future] for future in done)
                 for i in batch:
                     futures[i].result()  # a HookError ends the turn here

@@ -40,6 +40,7 @@ EXPECTED = [
     "TranscriptVersionError",
     "Usage",
     "Veto",
+    "load_agents",
 ]
 
 

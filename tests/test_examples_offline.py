@@ -12,6 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
+    "subagents.py": [
+        "lead -> researcher",
+        "  researcher (depth 1) -> grep",
+        "Critique: It never says what the skill is for.",
+    ],
     "approval.py": [
         'write {"path": "hello.txt", "content": "HELLO."} -> Wrote 6 bytes',
         "not approve this call to 'write': secrets",

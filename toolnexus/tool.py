@@ -68,6 +68,9 @@ class Request(TypedDict):
     """Structured details for a UI (the questions and their options, say)."""
     expires_at: NotRequired[str]
     """ISO-8601 time after which the request is void."""
+    state: NotRequired[Any]
+    """What the tool needs to carry on once answered (a sub-agent keeps its conversation
+    here); kept in the transcript and handed back as `ToolContext.request`."""
 
 
 class Answer(TypedDict):
@@ -122,6 +125,8 @@ class ToolContext:
     deps: Any = None
     """The run's data: the object given as ``Agent.run(..., deps=...)`` (a user id, a
     database handle), the same for every call of that run; ``None`` when none was given."""
+    request: Request | None = None
+    """The `Request` this tool suspended on, when the call is a re-run with its ``answer``."""
 
 
 Handler = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]

@@ -138,4 +138,37 @@ async def open_agents(
     closed before the factory's HTTP client.
     """
     async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
-        yield factory, toolkit
+        yield factory, with_subagents(args, factory, toolkit)
+
+
+def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Toolkit) -> Toolkit:
+    """Add the sub-agents of ``--agents DIR`` to ``toolkit`` (unchanged without the flag).
+
+    Each sub-agent works on the same client, with the tools of ``toolkit`` its file allows,
+    under the same ``--approval`` policy.
+
+    Raises:
+        CliError: An agent file is invalid or names a tool the toolkit lacks.
+    """
+    directory = getattr(args, "agents", None)
+    if directory is None:
+        return toolkit
+    from agent import load_agents
+    from agent.cli._approval import cli_policy
+    from toolnexus import Toolkit
+
+    policy = cli_policy(
+        getattr(args, "approval", "ask"), toolkit, unattended=getattr(args, "unattended", False)
+    )
+    try:
+        helpers = load_agents(
+            directory,
+            toolkit=toolkit,
+            model=factory.model,
+            api_key=factory.api_key,
+            http_client=factory.http,
+            approval=policy,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"--agents: {exc}") from None
+    return Toolkit([*toolkit, *helpers], skills=toolkit.skills, resources=toolkit.resources)

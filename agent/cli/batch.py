@@ -131,7 +131,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_toolkit_flags(parser)
     add_agent_flags(parser)
     add_approval_flag(parser, batch=True)
-    parser.set_defaults(command=command)
+    parser.set_defaults(command=command, unattended=True)
 
 
 # --------------------------------------------------------------------------- input
