@@ -41,3 +41,20 @@ def test_example_runs_offline(name: str) -> None:
     assert done.returncode == 0, done.stderr
     for line in EXPECTED[name]:
         assert line in done.stdout
+
+
+def test_the_example_eval_passes_offline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    command = [sys.executable, "-m", "agent", "eval", "evals.yaml", "--offline", "--no-builtins"]
+    command += ["--tools", "tools:TOOLS", "--samples", "2", "--out", str(tmp_path / "r.jsonl")]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        cwd=ROOT / "examples" / "evals",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "6/6 samples passed (100%; needed 100%): passed" in done.stderr

@@ -15,10 +15,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from agent.events import RetryEvent
     from toolnexus import Tool
 
-__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
+__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished", "run_all"]
+
+T = TypeVar("T")
 
 _EPILOG = f"""\
 tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
@@ -345,8 +347,31 @@ class _Progress:
 
 # --------------------------------------------------------------------------- running
 
-DepsFactory = Callable[[Task], Any] | None
-"""``--deps``: returns a task's run data (sync or async); ``None`` without the flag."""
+
+async def run_all(
+    items: Sequence[T], concurrency: int, work: Callable[[T], Awaitable[None]]
+) -> None:
+    """Call ``work`` on every item, ``concurrency`` at a time (``eval`` runs on this too).
+
+    Raises:
+        ExceptionGroup: ``work`` raised; the other workers are cancelled.
+    """
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await work(queue.get_nowait())
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(items))):
+            group.create_task(worker())
+
+
+DepsFactory = Callable[[Any], Any] | None
+"""``--deps``: returns a task's (or an eval case's) run data, sync or async; ``None``
+without the flag."""
 
 
 def load_deps_factory(spec: str | None) -> DepsFactory:
@@ -415,9 +440,6 @@ async def _batch(
     finished: dict[str, str],
     deps_for: DepsFactory,
 ) -> None:
-    queue: asyncio.Queue[Task] = asyncio.Queue()
-    for task in todo:
-        queue.put_nowait(task)
     async with open_agents(args, own) as (factory, toolkit):
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
         agents: dict[tuple[Any, ...], Agent] = {}
@@ -434,18 +456,14 @@ async def _batch(
                 )
             return agents[key]
 
-        async def worker() -> None:
-            while not queue.empty():
-                task = queue.get_nowait()
-                progress.started()
-                record, retries = await _run_task(agent_for, task, factory.model, deps_for)
-                output.append(record)
-                finished[task.id] = record["status"]
-                progress.finished(record, retries)
+        async def one(task: Task) -> None:
+            progress.started()
+            record, retries = await _run_task(agent_for, task, factory.model, deps_for)
+            output.append(record)
+            finished[task.id] = record["status"]
+            progress.finished(record, retries)
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(args.concurrency, len(todo))):
-                group.create_task(worker())
+        await run_all(todo, args.concurrency, one)
         factory.report(sys.stderr)
 
 
