@@ -77,7 +77,7 @@ async def run_call(
             result = changed
         elif changed is not None:
             args = dict(changed)
-    if result is None and answered is not None and answered[0].get("kind") == APPROVAL:
+    if result is None and answered is not None and _asks_approval(answered[0]):
         args, result = await _after_approval(settings, call_hook, call, args, *answered)
     elif result is None and answered is not None:
         result = await _answered(settings, call, args, *answered)
@@ -88,6 +88,11 @@ async def run_call(
         if changed is not None:
             result = changed
     return args, result
+
+
+def _asks_approval(request: Request) -> bool:
+    """Whether ``request`` asked to approve this very call (not one inside a sub-agent)."""
+    return request.get("kind") == APPROVAL and "state" not in request
 
 
 async def _approved_run(

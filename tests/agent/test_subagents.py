@@ -243,3 +243,56 @@ def test_bad_agent_files_are_configuration_errors(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("---\nname: a\ncolour: red\n---\nhi", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="colour"):
         load_agents(tmp_path, api_key="t")
+
+
+WRITER_WITH_TOOLS = """\
+---
+name: scribe
+description: Writes files.
+tools: [write]
+---
+You are the scribe.
+"""
+
+
+def scribe_play(body: dict[str, Any]) -> Any:
+    system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+    part = last_part(body)
+    if "You are the scribe." in system:
+        if "functionResponse" not in part:
+            return function_call("write", {"path": "n.txt", "content": "hi"})
+        return f"scribe: {part['functionResponse']['response']['output']}"
+    if "functionResponse" not in part:
+        return function_call("scribe", {"task": "write n.txt"})
+    return f"lead: {part['functionResponse']['response']['output']}"
+
+
+def test_an_approval_inside_a_subagent_is_answered_on_resume(tmp_path: Path) -> None:
+    from agent import ApprovalPolicy
+
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "scribe.md").write_text(WRITER_WITH_TOOLS, encoding="utf-8")
+    root = tmp_path / "ws"
+    root.mkdir()
+    fake = FakeGemini(scribe_play)
+
+    def make_lead() -> Agent:
+        http = fake.http_client()
+        tk = tn.build(root=root)
+        policy = ApprovalPolicy(tools={"write": "ask"})
+        tools = load_agents(
+            tmp_path / "agents", toolkit=tk, api_key="t", http_client=http, approval=policy
+        )
+        return Agent(toolkit=tn.toolkit(tools), api_key="t", http_client=http, approval=policy)
+
+    first = make_lead().run_sync("Write it")
+    assert first.status == "pending" and first.pending is not None
+    assert first.pending["kind"] == "approval"
+    assert first.pending["data"] == {"tool": "write", "args": {"path": "n.txt", "content": "hi"}}
+    assert not (root / "n.txt").exists()
+    answer = {"id": first.pending["id"], "ok": True, "data": {"approved": True}}
+    done = make_lead().run_sync(history=json.loads(json.dumps(first.contents)), answer=answer)  # type: ignore[arg-type]
+    assert done.status == "completed", done
+    assert (root / "n.txt").read_text() == "hi"
+    assert done.text.startswith("lead: scribe: Wrote 2 bytes")
+    assert sum(1 for r in fake.requests if "scribe" in r.system_text) == 2  # not restarted
