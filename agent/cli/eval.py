@@ -28,7 +28,7 @@ from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import AgentFactory, open_factory
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 from agent.cli.batch import (
     DepsFactory,
@@ -105,10 +105,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--out", required=True, metavar="RUNS.jsonl", help="where sample results are appended"
     )
     parser.add_argument(
-        "--samples", type=_count, default=1, metavar="N", help="runs per case (default: 1)"
+        "--samples", type=_positive, default=1, metavar="N", help="runs per case (default: 1)"
     )
     parser.add_argument(
-        "--concurrency", type=_count, default=4, metavar="N", help="samples at once (default: 4)"
+        "--concurrency", type=_positive, default=4, metavar="N", help="samples at once (default: 4)"
     )
     parser.add_argument(
         "--min-pass",
@@ -132,16 +132,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_agent_flags(parser)
     add_approval_flag(parser, batch=True)
     parser.set_defaults(command=command, unattended=True)
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _fraction(text: str) -> float:

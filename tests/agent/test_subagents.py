@@ -49,9 +49,13 @@ def last_part(body: dict[str, Any]) -> dict[str, Any]:
     return body["contents"][-1]["parts"][0]  # type: ignore[no-any-return]
 
 
+def system_of(body: dict[str, Any]) -> str:
+    return str(body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", ""))
+
+
 def play(body: dict[str, Any]) -> Any:
     """The model of all three agents, told apart by their system prompts."""
-    system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+    system = system_of(body)
     part = last_part(body)
     answered = "functionResponse" in part
     if system == "You are the researcher.":
@@ -139,7 +143,7 @@ You are the planner.
 
 
 def ask_then_answer(body: dict[str, Any]) -> Any:
-    system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+    system = system_of(body)
     part = last_part(body)
     if "You are the planner." in system:
         if "functionResponse" not in part:
@@ -192,7 +196,7 @@ def test_inline_answers_reach_a_subagent_through_the_parents_wait_for(tmp_path: 
 
 def test_the_depth_limit_stops_recursion() -> None:
     def chain(body: dict[str, Any]) -> Any:
-        system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+        system = system_of(body)
         part = last_part(body)
         if "functionResponse" in part:
             return f"{system} got: {part['functionResponse']['response']['output']}"
@@ -256,7 +260,7 @@ You are the scribe.
 
 
 def scribe_play(body: dict[str, Any]) -> Any:
-    system = body.get("systemInstruction", {}).get("parts", [{}])[0].get("text", "")
+    system = system_of(body)
     part = last_part(body)
     if "You are the scribe." in system:
         if "functionResponse" not in part:

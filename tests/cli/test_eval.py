@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -160,3 +161,40 @@ def test_usage_errors(cli: Cli, workdir: Path) -> None:
     (workdir / "noscenario.yaml").write_text("cases: [{id: a, prompt: hi}]")
     code, _, err = cli("eval", "noscenario.yaml", "--out", "r.jsonl", "--offline")
     assert code == 2 and "needs a `scenario` in case(s) a" in err
+
+
+DEPS = '''\
+from toolnexus import ToolContext, define_tool
+
+
+def for_case(case):
+    return {"user": "user-" + case.id}
+
+
+@define_tool
+def whoami(context: ToolContext) -> str:
+    """Who is asking."""
+    return context.deps["user"]
+'''
+
+
+def test_deps_factory_gives_each_case_its_run_data(cli: Cli, workdir: Path) -> None:
+    (workdir / "evaldeps.py").write_text(DEPS, encoding="utf-8")
+    (workdir / "e.yaml").write_text(
+        """
+cases:
+  - id: ada
+    prompt: who?
+    scenario:
+      - calls: [{name: whoami, args: {}}]
+      - capture: {user: {function_response: whoami, pattern: '(.+)'}}
+        text: "you are {user}"
+    expect: {text_contains: [user-ada]}
+""",
+        encoding="utf-8",
+    )
+    more = ("--no-builtins", "--tools", "evaldeps:whoami", "--deps", "evaldeps:for_case")
+    code, _, err = cli("eval", "e.yaml", "--out", "r.jsonl", "--offline", *more)
+    sys.modules.pop("evaldeps", None)
+    assert code == 0, err
+    assert "1/1 samples passed" in err
