@@ -37,7 +37,10 @@ if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
     from agent._agent_files import load_agents
     from agent._approval import ApprovalPolicy, Deny
+    from agent._compaction import Compaction
+    from agent._cost import Cost
     from agent._declarations import DeclarationProblem
+    from agent._limits import UsageLimits
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
@@ -64,6 +67,9 @@ _LAZY = {
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
     "load_agents": "agent._agent_files",
+    "Cost": "agent._cost",
+    "UsageLimits": "agent._limits",
+    "Compaction": "agent._compaction",
 }
 
 
@@ -85,7 +91,9 @@ __all__ = [
     "Agent",
     "AgentError",
     "ApprovalPolicy",
+    "Compaction",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "Deny",
@@ -106,6 +114,7 @@ __all__ = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
     "load_agents",
 ]

@@ -11,16 +11,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
 from agent._client import ClientSettings
+from agent._compaction import Compaction
+from agent._cost import price_table
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._limits import UsageLimits
 from agent._loop import Checkpoint, Run, Settings, WaitFor, _maybe
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
+from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
-from toolnexus import Answer, Toolkit, skills_prompt
+from toolnexus import Answer, ConfigError, Toolkit, skills_prompt
 
 if TYPE_CHECKING:
     import httpx
@@ -88,6 +92,9 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        usage_limits: UsageLimits | None = None,
+        compaction: Compaction | Literal[False] | None = None,
+        skills_catalog_chars: int | None = 20_000,
         approval: ApprovalPolicy | Rule | None = None,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
@@ -116,14 +123,27 @@ class Agent:
             retry: How failed model calls are retried (`RetryPolicy()` by default).
             config: More ``GenerateContentConfig`` fields (``temperature``,
                 ``thinking_config``, ...).
-            tool_timeout: Seconds per tool call; ``None`` for no limit.
+            tool_timeout: Seconds per tool call; ``None`` for no limit beyond each
+                tool's own ``Tool.timeout``.
             deadline: Seconds for a whole run; ``None`` for no limit.
             malformed_retries: Re-asks after a malformed or unexpected function call.
             empty_retries: Re-asks after an empty response.
-            repeat_limit: Turns in a row with the very same calls before the run is stopped.
+            repeat_limit: Turns in a row with the very same calls, which kept returning the
+                very same results, before the run is stopped.
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
+                a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
+                ``run``/``stream`` take their own for one run.
+            compaction: When to compact a long transcript before a model call (prune old
+                large tool results, then summarise older exchanges). ``None`` (the
+                default) compacts ``session=`` runs with `Compaction()` and leaves other
+                runs' history as given; a `Compaction` applies to every run; ``False``
+                never compacts.
+            skills_catalog_chars: Size cap of the skills catalog in the system instruction
+                (characters; ``None``: no cap). Past it, the catalog says how many skills
+                it left out and how the model finds one by name.
             approval: Which calls run, are refused or wait for a human's approval: an
                 `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
                 the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
@@ -141,6 +161,7 @@ class Agent:
         self.deadline = deadline
         """Seconds for a whole run, or ``None``."""
         self._store = store
+        self._compaction = compaction
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
         """What the pre-flight check found wrong with the toolkit's declarations."""
@@ -153,9 +174,14 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
+        try:
+            catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
+        except ConfigError as exc:
+            raise ConfigurationError(f"skills_catalog_chars: {exc}") from None
+        self._catalog = catalog
         self._system_prompt = system_prompt if callable(system_prompt) else None
         fixed = None if callable(system_prompt) else system_prompt
-        self.system_instruction = system_instruction(fixed, skills_prompt(self.toolkit))
+        self.system_instruction = system_instruction(fixed, catalog)
         """The system instruction sent with every request (``None`` when empty); with a
         callable ``system_prompt``, only the skills catalog part (the rest is built per run)."""
         self._model = GeminiModel.build(
@@ -178,6 +204,7 @@ class Agent:
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
             approval=ApprovalPolicy.of(approval),
+            usage_limits=_check_limits(model, usage_limits),
         )
 
     def __repr__(self) -> str:
@@ -191,6 +218,7 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
@@ -217,6 +245,7 @@ class Agent:
             deps: The run's data (a user id, a database handle): every tool receives it as
                 ``context.deps`` and a callable ``system_prompt`` as its argument. It is
                 never sent to the model.
+            usage_limits: Limits for this run, instead of the agent's.
 
         Returns:
             The `RunResult`: ``"completed"``, ``"pending"``, ``"blocked"`` or
@@ -229,9 +258,12 @@ class Agent:
             ConfigurationError: No prompt and no history, both ``history`` and ``session``,
                 a bad history, or an ``answer`` the history does not wait for.
             SessionBusyError: Another run holds the same session.
+            TypeError: ``prompt`` is not a ``str``.
         """
         result: RunResult | None = None
-        events = self._events(prompt, history, answer, session, deps, streaming=False)
+        events = self._events(
+            prompt, history, answer, session, deps, streaming=False, usage_limits=usage_limits
+        )
         async with contextlib.aclosing(events):
             async for event in events:
                 if isinstance(event, DoneEvent):
@@ -247,6 +279,7 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run from synchronous code: `run` on a new event loop, with the same arguments.
 
@@ -271,7 +304,12 @@ class Agent:
         async def run_then_release() -> RunResult:
             try:
                 return await self.run(
-                    prompt, history=history, answer=answer, session=session, deps=deps
+                    prompt,
+                    history=history,
+                    answer=answer,
+                    session=session,
+                    usage_limits=usage_limits,
+                    deps=deps,
                 )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
@@ -287,6 +325,7 @@ class Agent:
         answer: Answer | None = None,
         session: str | None = None,
         deps: Any = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
@@ -314,7 +353,9 @@ class Agent:
             RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
                 ``SessionBusyError`` as for `run`.
         """
-        return self._events(prompt, history, answer, session, deps, streaming=True)
+        return self._events(
+            prompt, history, answer, session, deps, streaming=True, usage_limits=usage_limits
+        )
 
     def as_tool(self, *, name: str, description: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Tool:
         """Return this agent as a tool of another agent: a sub-agent.
@@ -367,17 +408,35 @@ class Agent:
         deps: Any,
         *,
         streaming: bool,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events under its session (if any) and its deadline (if any)."""
         if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
-        settings = await self._settings_for(deps)
-        async with self._session(session) as (saved, save):
-            run = Run(settings, prompt, saved or history, answer, save, streaming=streaming)
+        settings = self._settings_for(session)
+        if usage_limits is not None:
+            settings = dataclasses.replace(
+                settings, usage_limits=_check_limits(self.model, usage_limits)
+            )
+        settings = await self._with_deps(settings, deps)
+        async with self._session(session) as (saved, save, archive):
+            trace = RunTrace(
+                self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
+            )
+            run = Run(
+                settings,
+                prompt,
+                saved or history,
+                answer,
+                save,
+                streaming=streaming,
+                trace=trace,
+                archive=archive,
+            )
             events = run.events()
             deadline = self.deadline
             when = None if deadline is None else asyncio.get_running_loop().time() + deadline
-            async with contextlib.aclosing(events):
+            async with contextlib.aclosing(events), trace:
                 while True:
                     try:
                         async with asyncio.timeout_at(when) as scope:
@@ -391,14 +450,65 @@ class Agent:
                             f"the run passed its deadline of {deadline:g} s",
                             result=run.result("incomplete", reason="deadline"),
                         ) from None
+                    if isinstance(event, DoneEvent):
+                        trace.finish(event.result)
                     yield event
 
-    async def _settings_for(self, deps: Any) -> Settings:
+    def _settings_for(self, session: str | None) -> Settings:
+        """Return the agent's settings with the compaction that applies to this run."""
+        compaction = self._compaction
+        if compaction is None:
+            compaction = Compaction() if session is not None else False
+        if compaction is False:
+            return self._settings
+        return dataclasses.replace(self._settings, compaction=compaction)
+
+    async def compact(
+        self,
+        history: Sequence[Mapping[str, Any] | Any] | None = None,
+        *,
+        session: str | None = None,
+    ) -> RunResult:
+        """Compact a conversation now, whatever its size (see `Compaction`).
+
+        For callers who keep the history themselves: prune old large tool results and
+        replace the older exchanges by a model-written summary, keeping the most recent
+        ``keep_recent_turns`` exchanges verbatim. A ``session`` is compacted in its store,
+        with the replaced Contents appended to its archive.
+
+        Example::
+
+            result = await agent.compact(history)
+            history = result.contents
+
+        Args:
+            history: The conversation (``result.contents`` of earlier runs).
+            session: Or the name of a conversation kept in the agent's ``store``.
+
+        Returns:
+            A ``"completed"`` `RunResult` whose ``contents`` are the compacted transcript
+            and whose ``usage`` and ``cost`` are the summary call's.
+
+        Raises:
+            ConfigurationError: Neither or both of ``history`` and ``session``.
+            ModelError: The summary call failed.
+        """
+        if (history is None) == (session is None):
+            raise ConfigurationError("compact() needs history= or session=, one of them")
+        compaction = self._compaction or Compaction()
+        settings = dataclasses.replace(self._settings, compaction=compaction)
+        async with self._session(session) as (saved, save, archive):
+            run = Run(settings, None, saved or history, None, save, archive=archive)
+            async for _ in run.compact(force=True):
+                pass
+            await run._checkpoint(None)
+            return run.result("completed")
+
+    async def _with_deps(self, settings: Settings, deps: Any) -> Settings:
         """Return the settings of one run: its ``deps`` and, if callable, its system prompt."""
-        settings = self._settings
         if self._system_prompt is not None:
             text = await _maybe(self._system_prompt(deps))
-            instruction = system_instruction(text, skills_prompt(self.toolkit))
+            instruction = system_instruction(text, self._catalog)
             settings = dataclasses.replace(settings, model=self._model.with_system(instruction))
         if deps is not None:
             settings = dataclasses.replace(settings, deps=deps)
@@ -407,24 +517,33 @@ class Agent:
     @contextlib.asynccontextmanager
     async def _session(
         self, session: str | None
-    ) -> AsyncIterator[tuple[list[dict[str, Any]] | None, Checkpoint | None]]:
-        """Hold ``session``'s lock; give its saved transcript and how to save it again."""
+    ) -> AsyncIterator[
+        tuple[list[dict[str, Any]] | None, Checkpoint | None, list[dict[str, Any]] | None]
+    ]:
+        """Hold ``session``'s lock; give its transcript, how to save it, and its archive."""
         if session is None:
-            yield None, None
+            yield None, None, None
             return
         from agent._session_lock import session_lock
         from agent._transcript import Transcript
 
         store = self.store
 
+        archive: list[dict[str, Any]] = []
+
         async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
             request = {"request": dict(pending)} if pending is not None else None
-            transcript = Transcript(contents, pending=request, metadata={"model": self.model})
+            metadata: dict[str, Any] = {"model": self.model}
+            if archive:  # what compaction replaced: kept, so nothing is lost
+                metadata["archive"] = archive
+            transcript = Transcript(contents, pending=request, metadata=metadata)
             await store.save(session, transcript)
 
         async with session_lock(store, session):
             saved = await store.get(session)
-            yield (saved.contents if saved else None), save
+            if saved is not None:
+                archive.extend(saved.metadata.get("archive") or [])
+            yield (saved.contents if saved else None), save, archive
 
     async def aclose(self) -> None:
         """Close the HTTP client the agent created (a supplied one is left open)."""
@@ -448,3 +567,12 @@ def _check_options(
         raise ConfigurationError(f"repeat_limit must be at least 2, got {repeat_limit}")
     if invalid not in ("skip", "raise"):
         raise ConfigurationError(f"invalid_tools must be 'skip' or 'raise', got {invalid!r}")
+
+
+def _check_limits(model: str, limits: UsageLimits | None) -> UsageLimits | None:
+    if limits is not None and limits.cost_usd is not None and price_table().lookup(model) is None:
+        raise ConfigurationError(
+            f"UsageLimits(cost_usd=...) needs a price for {model!r}, and the price table has "
+            "none; limit tokens instead"
+        )
+    return limits

@@ -28,8 +28,19 @@ from typing import Any, TypeVar
 from agent._approval import ApprovalPolicy
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
+from agent._compaction import (
+    SUMMARY_HEADER,
+    SUMMARY_PROMPT,
+    Compaction,
+    estimate_tokens,
+    exchange_starts,
+    input_limit,
+    prune,
+    summary_text,
+)
 from agent._contents import (
     Content,
+    check_prompt,
     function_responses,
     pending_requests,
     replace_response,
@@ -37,14 +48,18 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._cost import Cost, run_cost
+from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide, record_results
+from agent._limits import Spent, UsageLimits, over_after_turn, over_before_call
 from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 from agent._subagent import Inbox, current_inbox, installed
+from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
+    Compacted,
     DoneEvent,
     Event,
     PendingEvent,
@@ -91,6 +106,10 @@ class Settings:
     """The run's data, handed to every tool as ``context.deps`` (set per run)."""
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which calls run, are refused, or wait for a human's approval."""
+    usage_limits: UsageLimits | None = None
+    """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
+    compaction: Compaction | None = None
+    """When the transcript is compacted before a model call, or ``None`` for never."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +140,13 @@ class Run:
         save: Checkpoint | None = None,
         *,
         streaming: bool = False,
+        trace: RunTrace | None = None,
+        archive: list[dict[str, Any]] | None = None,
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+        if prompt is not None:
+            check_prompt(prompt)
         self.settings = settings
         """The agent's settings."""
         self.prompt = prompt
@@ -155,11 +178,34 @@ class Run:
         parent = current_inbox()
         self.depth = parent.depth + 1 if parent is not None else 0
         """How deep this run is nested in sub-agent calls (0: a top-level run)."""
+        self.trace = trace or RunTrace(settings.model.name, record=False)
+        """The run's OpenTelemetry spans."""
+        self.archive = archive if archive is not None else []
+        """Contents compaction replaced, in the form they had then (appended to)."""
+        self.sent = (0, 0)
+        """``(promptTokenCount, transcript length)`` of the last model turn, for estimates."""
+        self.extra_usage: list[Usage] = []
+        """Tokens of the run's model calls that are not turns (compaction summaries)."""
 
     # -- the loop ---------------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[Event, None]:
         """Run to the end, yielding every event; the last one is `DoneEvent`."""
+        async with contextlib.aclosing(self._resume()) as resumed:
+            async for event in resumed:
+                yield event
+                if isinstance(event, DoneEvent):  # the history still waits
+                    return
+        async with contextlib.aclosing(self._turns()) as turns:
+            async for event in turns:
+                yield event
+
+    async def _resume(self) -> AsyncGenerator[Event, None]:
+        """Settle what a suspended history waits on; end the run when something still waits.
+
+        Yields the events of sub-agents resumed here, then, if a request is still
+        unanswered, its `PendingEvent` and the `DoneEvent`.
+        """
         inbox = self._inbox()
         with installed(inbox):
             waiting = await self._resume_pending()
@@ -168,10 +214,18 @@ class Run:
         if waiting is not None:
             yield PendingEvent(*waiting)
             yield await self._end(self.result("pending", pending=waiting[0]))
-            return
+
+    async def _turns(self) -> AsyncGenerator[Event, None]:
+        """Run the turns, from the new prompt to the `DoneEvent`."""
         if self.prompt is not None:
             self.contents.append(user_content(self.prompt))
         while self.turns < self.settings.max_turns:
+            over = over_before_call(self.settings.usage_limits, self._spent())
+            if over is not None:  # the call is not made
+                yield await self._end(self.result("incomplete", limit=over))
+                return
+            async for compacted in self.compact():
+                yield compacted
             fetched: ModelResponse | Vetoed | None = None
             async with contextlib.aclosing(self._fetch()) as items:
                 async for item in items:
@@ -191,6 +245,7 @@ class Run:
             )
             if isinstance(step, AskAgain):
                 continue
+            step = self._within_budget(step)
             if isinstance(step, Stop):
                 yield await self._stop(fetched, step)
                 return
@@ -204,6 +259,8 @@ class Run:
             if pending is not None:  # already saved, with the turn
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
+            ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
+            self.streaks = record_results(self.streaks, step.calls, ran)
         yield await self._end(self.result("incomplete", limit="max_turns"))
 
     def _inbox(self) -> Inbox:
@@ -231,6 +288,7 @@ class Run:
     def _count(self, response: ModelResponse) -> UsageEvent:
         """Count a response as a turn, with its usage (the model was called and billed)."""
         self.turns += 1
+        self.sent = (response.usage.prompt, len(self.contents))
         self.turn_usage.append(response.usage)
         self.usage = self.usage + response.usage
         self.finish_reason = response.finish_reason
@@ -278,13 +336,14 @@ class Run:
             async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
                 while retries:
                     yield retries.pop(0)
-                with attempt:
+                with attempt, self.trace.model_call(request.contents) as span:
                     attempts += 1
                     call = model.call(request, stream=self.streaming)
                     async with contextlib.aclosing(call) as items:
                         async for item in items:
                             if isinstance(item, ModelResponse):
                                 response = item
+                                span.done(item)
                             else:
                                 yield item
         except CallFailed as failed:
@@ -349,7 +408,9 @@ class Run:
         inbox = self._inbox()
         with installed(inbox):  # sub-agents among the calls report to it
             futures = [
-                asyncio.ensure_future(run_call(self.settings, self._hook, call))
+                asyncio.ensure_future(
+                    self.trace.tool_call(call, run_call(self.settings, self._hook, call))
+                )
                 for call in tool_calls
             ]
         index: dict[asyncio.Future[Any], int] = {future: i for i, future in enumerate(futures)}
@@ -459,6 +520,105 @@ class Run:
             await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
 
+    # -- compaction -------------------------------------------------------------------------
+
+    def _estimate(self) -> int:
+        """Estimate the next request's tokens: the last prompt plus what was added since."""
+        prompt, length = self.sent
+        if prompt == 0 or length > len(self.contents):
+            return estimate_tokens(self.transcript())
+        added = [to_dict(content) for content in self.contents[length:]]
+        return prompt + estimate_tokens(added)
+
+    async def compact(self, *, force: bool = False) -> AsyncGenerator[Compacted, None]:
+        """Compact the transcript when the next request would pass the trigger.
+
+        Prunes large function results of older exchanges first, then replaces older
+        exchanges by a model-written summary if still needed; yields one `Compacted`.
+        """
+        policy = self.settings.compaction
+        if policy is None:
+            return
+        before = self._estimate()
+        trigger = policy.trigger_tokens
+        if trigger is None:
+            limit = await input_limit(self.settings.model, before)
+            trigger = int(policy.trigger_fraction * limit)
+        if before <= trigger and not force:
+            return
+        dicts = self.transcript()
+        starts = exchange_starts(dicts)
+        keep = policy.keep_recent_turns
+        cut = starts[-keep] if len(starts) > keep else 0
+        pruned_dicts, pruned = prune(dicts, cut, policy.prune_chars)
+        for index, (old, new) in enumerate(zip(dicts, pruned_dicts, strict=True)):
+            if old is not new:
+                self.archive.append(old)
+                self.contents[index] = to_contents([new])[0]
+        after = estimate_tokens(pruned_dicts)
+        summarised = 0
+        if (after > trigger or force) and cut > 0:
+            summarised = len([s for s in starts if s < cut])
+            summary = await self._summarise(pruned_dicts[:cut])
+            if summary is None:
+                summarised = 0
+            else:
+                self.archive.extend(pruned_dicts[:cut])
+                first = to_dict(self.contents[cut])
+                note = {"text": SUMMARY_HEADER + summary}
+                first = {**first, "parts": [note, *first.get("parts", [])]}
+                self.contents = [*to_contents([first]), *self.contents[cut + 1 :]]
+                after = estimate_tokens(self.transcript())
+        if pruned or summarised:
+            self.sent = (0, 0)
+            yield Compacted(before, after, summarised, pruned)
+
+    async def _summarise(self, old: list[dict[str, Any]]) -> str | None:
+        """Ask the model for a summary of ``old`` (a separate call, counted in usage)."""
+        if over_before_call(self.settings.usage_limits, self._spent()) is not None:
+            return None
+        model = self.settings.model
+        config = model.config.model_copy(
+            update={"tools": None, "tool_config": None, "system_instruction": None}
+        )
+        prompt = user_content(SUMMARY_PROMPT + summary_text(old))
+        request = ModelRequest(model.name, [prompt], config, self.turns + 1)
+        response: ModelResponse | None = None
+        try:
+            with self.trace.model_call(request.contents) as span:
+                async with contextlib.aclosing(model.call(request, stream=False)) as items:
+                    async for item in items:
+                        if isinstance(item, ModelResponse):
+                            response = item
+                            span.done(item)
+        except CallFailed as failed:
+            raise self._model_error(failed.info, 1) from None
+        assert response is not None
+        self.extra_usage.append(response.usage)
+        self.usage = self.usage + response.usage
+        return response.text or None
+
+    # -- budgets and cost -------------------------------------------------------------------
+
+    def _spent(self) -> Spent:
+        """Return what the run has used so far, as `UsageLimits` count it."""
+        limits = self.settings.usage_limits
+        usd = self._cost().usd if limits is not None and limits.cost_usd is not None else None
+        requests = self.turns + len(self.extra_usage)
+        return Spent(requests, self.usage, len(self.tool_calls), usd)
+
+    def _within_budget(self, step: RunCalls | Stop) -> RunCalls | Stop:
+        """Return ``step``, or a `Stop` when its calls follow a turn past a usage limit."""
+        if not isinstance(step, RunCalls):
+            return step
+        over = over_after_turn(self.settings.usage_limits, self._spent(), len(step.calls))
+        if over is None:
+            return step
+        return Stop("incomplete", limit=over, refusal=f"Not run: the run reached its {over} limit.")
+
+    def _cost(self) -> Cost:
+        return run_cost(self.settings.model.name, self.turn_usage, self.extra_usage)
+
     # -- transcript and result --------------------------------------------------------------
 
     def transcript(self) -> list[dict[str, Any]]:
@@ -489,6 +649,7 @@ class Run:
             model=self.model_version or self.settings.model.name,
             pending=pending,
             retries=tuple(self.retries),
+            cost=self._cost(),
         )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from toolnexus import Request, ToolResult
 
 __all__ = [
+    "Compacted",
     "DoneEvent",
     "Event",
     "PendingEvent",
@@ -161,6 +162,20 @@ class SubAgentEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """The transcript was compacted before a model call (see `agent.Compaction`)."""
+
+    tokens_before: int
+    """The estimated size of the next request before compacting."""
+    tokens_after: int
+    """Its estimated size after."""
+    turns_summarised: int
+    """Exchanges replaced by the model-written summary (0 when pruning was enough)."""
+    pruned: int = 0
+    """Large function results replaced by a short note."""
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -176,6 +191,7 @@ Event = (
     | RetryEvent
     | UsageEvent
     | SubAgentEvent
+    | Compacted
     | DoneEvent
 )
 """Any event of a run."""

@@ -18,7 +18,9 @@ EXPECTED = [
     "Agent",
     "AgentError",
     "ApprovalPolicy",
+    "Compaction",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "Deny",
@@ -39,6 +41,7 @@ EXPECTED = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
     "load_agents",
 ]

@@ -2,8 +2,8 @@
 
 The input schema and the argument validation of a function tool come from one pydantic
 model built from the function's signature, so what the model is told and what is checked
-can never disagree. The model is built on first use (the first schema render or the first
-call), which keeps defining hundreds of tools cheap.
+can never disagree. The schema is a plain ``dict`` made when the tool is defined: it goes
+into every request anyway, and a type that cannot be described fails right there.
 
 Example::
 
@@ -35,16 +35,16 @@ from typing import TYPE_CHECKING, Any, overload
 
 from toolnexus._docstring import parse_docstring
 from toolnexus.errors import ArgumentError, ConfigError
-from toolnexus.tool import Tool, ToolContext, ToolResult
+from toolnexus.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import pydantic
     from pydantic.json_schema import GenerateJsonSchema
 
-# pydantic is imported on first use (the first schema render, validation or non-text
-# result), never by ``import toolnexus`` or `define_tool`: it costs more than the rest.
+# pydantic is imported by the first `define_tool` (or the first non-text result), never by
+# ``import toolnexus``: it costs more than the rest of the package.
 
-__all__ = ["define_tool"]
+__all__ = ["as_tool", "define_tool"]
 
 _Fn = Callable[..., Any]
 
@@ -235,27 +235,6 @@ def _describe(exc: pydantic.ValidationError, args: Any, known: list[str]) -> str
     return "Invalid arguments: " + "; ".join(problems)
 
 
-class _LazySchema(Mapping[str, Any]):
-    """The tool's input schema, generated from the pydantic model when first read."""
-
-    __slots__ = ("_spec",)
-
-    def __init__(self, spec: _Spec) -> None:
-        self._spec = spec
-
-    def __getitem__(self, key: str) -> Any:
-        return self._spec.schema()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._spec.schema())
-
-    def __len__(self) -> int:
-        return len(self._spec.schema())
-
-    def __repr__(self) -> str:
-        return repr(self._spec.schema())
-
-
 # --- return values -----------------------------------------------------------------------
 
 
@@ -386,6 +365,7 @@ def _make_tool(
     description: str | None,
     caller: FrameType | None,
     requires_approval: bool = False,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -397,10 +377,11 @@ def _make_tool(
         name=tool_name,
         handler=runner,
         description=summary if description is None else description,
-        input_schema=_LazySchema(spec),
+        input_schema=spec.schema(),
         source="native",
         validate=spec.validate,
         requires_approval=requires_approval,
+        timeout=timeout,
     )
 
 
@@ -412,6 +393,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool: ...
 
 
@@ -423,6 +405,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -433,6 +416,7 @@ def define_tool(
     name: str | None = None,
     description: str | None = None,
     requires_approval: bool = False,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -444,7 +428,7 @@ def define_tool(
     gives one.
 
     The input schema and the argument check come from one pydantic model built from the
-    type hints (on first use, so defining many tools is cheap). Unknown arguments are
+    type hints; ``input_schema`` is a plain JSON-ready ``dict``. Unknown arguments are
     rejected, and bad arguments never reach the function: the call fails with an error
     result that lists every problem by field path. A parameter annotated `ToolContext`
     receives the call's context (its ``call_id``, ``answer``, ``extra`` and the run's
@@ -466,6 +450,8 @@ def define_tool(
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
         requires_approval: An agent asks a human before each call (`Tool.requires_approval`).
+        timeout: Seconds a call may run (default `DEFAULT_TOOL_TIMEOUT`, five minutes);
+            ``None`` for no limit of the tool's own.
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -473,8 +459,8 @@ def define_tool(
 
     Raises:
         ConfigError: A parameter cannot be filled from JSON arguments, a type hint
-            cannot be resolved, or ``fn`` is not callable. A type pydantic cannot turn
-            into a schema raises it when the schema is first rendered.
+            cannot be resolved, a type cannot be turned into a JSON schema, or ``fn`` is
+            not callable.
 
     Example::
 
@@ -488,7 +474,30 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1), requires_approval)
+            return _make_tool(
+                inner, name, description, sys._getframe(1), requires_approval, timeout
+            )
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1), requires_approval)
+    return _make_tool(fn, name, description, sys._getframe(1), requires_approval, timeout)
+
+
+def as_tool(item: object) -> Tool:
+    """Return ``item`` if it is a `Tool`, else the tool `define_tool` makes of a function.
+
+    This is the one rule for every place that takes "your tools" (`toolkit`, `build`,
+    the CLI's ``--tools``): a plain function is accepted as ``define_tool(fn)`` would
+    describe it.
+
+    Raises:
+        TypeError: ``item`` is neither a `Tool` nor callable.
+        ConfigError: ``define_tool`` cannot describe the function.
+    """
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return _make_tool(item, None, None, None)
+    raise TypeError(
+        f"{type(item).__name__} is not a Tool or a function; pass a Tool, or a function "
+        "(it becomes a tool as define_tool(fn) would make it)"
+    )
