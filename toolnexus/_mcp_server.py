@@ -30,7 +30,7 @@ __all__ = ["INSTALL_HINT", "STOP_GRACE", "Server", "require_mcp"]
 
 logger = logging.getLogger("toolnexus.mcp")
 
-INSTALL_HINT = "pip install 'toolnexus-gemini[mcp]'"
+INSTALL_HINT = "pip install mcp (or, from a clone of toolnexus-gemini: pip install '.[mcp]')"
 STOP_GRACE = 10.0
 """Seconds a server gets to stop (and a call past its timeout gets) before it is cut off."""
 _MAX_PAGES = 1000

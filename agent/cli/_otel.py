@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 __all__ = ["export_from_env"]
 
-_INSTALL = "pip install 'toolnexus-gemini[otel]'"
+_INSTALL = "pip install '.[otel]' from a clone of toolnexus-gemini"
 
 
 def export_from_env() -> Callable[[], None] | None:

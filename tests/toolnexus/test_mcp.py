@@ -290,7 +290,7 @@ def test_missing_mcp_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "mcp", None)
     monkeypatch.setitem(sys.modules, "mcp.client", None)
     monkeypatch.setitem(sys.modules, "mcp.client.session", None)
-    with pytest.raises(ImportError, match=r"pip install 'toolnexus-gemini\[mcp\]'"):
+    with pytest.raises(ImportError, match=r"pip install mcp .*pip install '\.\[mcp\]'"):
         toolnexus.build(mcp={"mcp": {"demo": {"command": cmd("stdio")}}}, builtins=False)
 
 
