@@ -35,6 +35,8 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._agent_files import load_agents
+    from agent._approval import ApprovalPolicy, Deny
     from agent._compaction import Compaction
     from agent._cost import Cost
     from agent._declarations import DeclarationProblem
@@ -50,6 +52,8 @@ _LAZY = {
     "DEFAULT_MODEL": "agent._agent",
     "Agent": "agent._agent",
     "ToolDeclarationWarning": "agent._agent",
+    "ApprovalPolicy": "agent._approval",
+    "Deny": "agent._approval",
     "DeclarationProblem": "agent._declarations",
     "RunResult": "agent._result",
     "ToolCallRecord": "agent._result",
@@ -62,6 +66,7 @@ _LAZY = {
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
+    "load_agents": "agent._agent_files",
     "Cost": "agent._cost",
     "UsageLimits": "agent._limits",
     "Compaction": "agent._compaction",
@@ -85,11 +90,13 @@ __all__ = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "ApprovalPolicy",
     "Compaction",
     "ConfigurationError",
     "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
+    "Deny",
     "HookError",
     "Hooks",
     "MemoryStore",
@@ -109,4 +116,5 @@ __all__ = [
     "Usage",
     "UsageLimits",
     "Veto",
+    "load_agents",
 ]

@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import dataclasses
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._approval import ApprovalPolicy, Rule
 from agent._builtin_tools import builtin_tools as builtin_tools_of
 from agent._client import ClientSettings
 from agent._compaction import Compaction
@@ -16,12 +17,13 @@ from agent._cost import price_table
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._limits import UsageLimits
-from agent._loop import Checkpoint, Run, Settings, WaitFor
+from agent._loop import Checkpoint, Run, Settings, WaitFor, _maybe
 from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._output import OutputMode, OutputSpec, output_spec
 from agent._retry import RetryPolicy
 from agent._settings import Thinking, ToolChoice, generation_options
+from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
 from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
@@ -34,12 +36,15 @@ if TYPE_CHECKING:
 
     from agent._result import RunResult
     from agent._store import Store
-    from toolnexus import Request
+    from toolnexus import Request, Tool
 
 __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model used when none is given."""
+
+SystemPrompt = Callable[[Any], "str | Awaitable[str | None] | None"]
+"""A system prompt built per run from the run's ``deps`` (sync or async)."""
 
 
 class ToolDeclarationWarning(AgentError, UserWarning):
@@ -69,7 +74,7 @@ class Agent:
         model: str = DEFAULT_MODEL,
         toolkit: Toolkit | None = None,
         *,
-        system_prompt: str | None = None,
+        system_prompt: str | SystemPrompt | None = None,
         max_turns: int = 50,
         wait_for: WaitFor | None = None,
         hooks: Hooks | None = None,
@@ -103,13 +108,16 @@ class Agent:
         usage_limits: UsageLimits | None = None,
         compaction: Compaction | Literal[False] | None = None,
         skills_catalog_chars: int | None = 20_000,
+        approval: ApprovalPolicy | Rule | None = None,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
         Args:
             model: The Gemini model name, sent verbatim.
             toolkit: The tools the model may call (none by default).
-            system_prompt: Instructions sent with every request, before the skills catalog.
+            system_prompt: Instructions sent with every request, before the skills catalog;
+                or a function (sync or async) of the run's ``deps`` that returns them,
+                called once at the start of each run.
             max_turns: Model responses per run, at most.
             wait_for: Answers a suspended tool's `Request` inline (sync or async); without
                 it such a run ends ``"pending"``.
@@ -168,6 +176,9 @@ class Agent:
             skills_catalog_chars: Size cap of the skills catalog in the system instruction
                 (characters; ``None``: no cap). Past it, the catalog says how many skills
                 it left out and how the model finds one by name.
+            approval: Which calls run, are refused or wait for a human's approval: an
+                `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
+                the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -219,13 +230,16 @@ class Agent:
             tool_choice=tool_choice,
             tool_names=[d["name"] for d in self.declarations],
         )
-        self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
         try:
             catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
         except ConfigError as exc:
             raise ConfigurationError(f"skills_catalog_chars: {exc}") from None
-        self.system_instruction = system_instruction(system_prompt, catalog)
-        """The system instruction sent with every request (``None`` when empty)."""
+        self._catalog = catalog
+        self._system_prompt = system_prompt if callable(system_prompt) else None
+        fixed = None if callable(system_prompt) else system_prompt
+        self.system_instruction = system_instruction(fixed, catalog)
+        """The system instruction sent with every request (``None`` when empty); with a
+        callable ``system_prompt``, only the skills catalog part (the rest is built per run)."""
         self._model = GeminiModel.build(
             model,
             system=self.system_instruction,
@@ -247,6 +261,7 @@ class Agent:
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
             output=self.output,
+            approval=ApprovalPolicy.of(approval),
             usage_limits=_check_limits(model, usage_limits),
         )
 
@@ -260,6 +275,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
         usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
@@ -286,6 +302,9 @@ class Agent:
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
                 request a pending history waits on.
             session: The name of a conversation kept in the agent's ``store``.
+            deps: The run's data (a user id, a database handle): every tool receives it as
+                ``context.deps`` and a callable ``system_prompt`` as its argument. It is
+                never sent to the model.
             usage_limits: Limits for this run, instead of the agent's.
 
         Returns:
@@ -303,7 +322,7 @@ class Agent:
         """
         result: RunResult | None = None
         events = self._events(
-            prompt, history, answer, session, streaming=False, usage_limits=usage_limits
+            prompt, history, answer, session, deps, streaming=False, usage_limits=usage_limits
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -319,6 +338,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
         usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run from synchronous code: `run` on a new event loop, with the same arguments.
@@ -349,6 +369,7 @@ class Agent:
                     answer=answer,
                     session=session,
                     usage_limits=usage_limits,
+                    deps=deps,
                 )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
@@ -363,6 +384,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        deps: Any = None,
         usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
@@ -392,8 +414,41 @@ class Agent:
                 ``SessionBusyError`` as for `run`.
         """
         return self._events(
-            prompt, history, answer, session, streaming=True, usage_limits=usage_limits
+            prompt, history, answer, session, deps, streaming=True, usage_limits=usage_limits
         )
+
+    def as_tool(self, *, name: str, description: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Tool:
+        """Return this agent as a tool of another agent: a sub-agent.
+
+        The tool takes ``{"task": string}`` and runs this agent's own conversation on it
+        (its own model, tools, system prompt and limits, with the calling run's ``deps``),
+        then returns its final text (or its typed output, as JSON, when it has one). Its
+        events reach the parent's stream as `SubAgentEvent` events marked with ``name`` and
+        the depth; its token usage is added to the parent's result. When it suspends (a
+        question, an approval), the parent's run suspends on the same request, and the
+        answer resumes the sub-agent where it stopped. A call that would nest sub-agents
+        deeper than ``max_depth`` fails with an error the model reads.
+
+        Example::
+
+            researcher = Agent(toolkit=search_tools, system_prompt="Find sources.")
+            lead = Agent(toolkit=tn.toolkit([researcher.as_tool(
+                name="researcher", description="Finds sources on a topic.")]))
+
+        Args:
+            name: The tool name the parent's model calls.
+            description: When the parent's model should hand a task to this agent.
+            max_depth: How deep sub-agents may nest (1: this one, but none of its own).
+
+        Returns:
+            A `toolnexus.Tool` with source ``"agent"``.
+
+        Raises:
+            ConfigurationError: ``max_depth`` is below 1.
+        """
+        if max_depth < 1:
+            raise ConfigurationError(f"max_depth must be at least 1, got {max_depth}")
+        return subagent_tool(self, name, description, max_depth)
 
     @property
     def store(self) -> Store:
@@ -410,6 +465,7 @@ class Agent:
         history: Sequence[Any] | None,
         answer: Answer | None,
         session: str | None,
+        deps: Any,
         *,
         streaming: bool,
         usage_limits: UsageLimits | None = None,
@@ -422,6 +478,7 @@ class Agent:
             settings = dataclasses.replace(
                 settings, usage_limits=_check_limits(self.model, usage_limits)
             )
+        settings = await self._with_deps(settings, deps)
         async with self._session(session) as (saved, save, archive):
             trace = RunTrace(
                 self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
@@ -506,6 +563,16 @@ class Agent:
                 pass
             await run._checkpoint(None)
             return run.result("completed")
+
+    async def _with_deps(self, settings: Settings, deps: Any) -> Settings:
+        """Return the settings of one run: its ``deps`` and, if callable, its system prompt."""
+        if self._system_prompt is not None:
+            text = await _maybe(self._system_prompt(deps))
+            instruction = system_instruction(text, self._catalog)
+            settings = dataclasses.replace(settings, model=self._model.with_system(instruction))
+        if deps is not None:
+            settings = dataclasses.replace(settings, deps=deps)
+        return settings
 
     @contextlib.asynccontextmanager
     async def _session(

@@ -22,9 +22,10 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agent._approval import ApprovalPolicy
 from agent._builtin_tools import Grounding, code_runs, grounding_of
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
@@ -62,6 +63,7 @@ from agent._output import Accept, OutputSpec, Reject
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
+from agent._subagent import Inbox, current_inbox, installed
 from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
@@ -112,6 +114,10 @@ class Settings:
     """Seconds per tool call, or ``None``."""
     output: OutputSpec | None = None
     """The typed result asked for (``Agent(output_type=...)``), or ``None``."""
+    deps: Any = None
+    """The run's data, handed to every tool as ``context.deps`` (set per run)."""
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which calls run, are refused, or wait for a human's approval."""
     usage_limits: UsageLimits | None = None
     """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
     compaction: Compaction | None = None
@@ -185,6 +191,9 @@ class Run:
         """Invalid typed answers sent back so far."""
         self.grounding: Grounding | None = None
         """What built-in search / URL-context tools grounded, over the run."""
+        parent = current_inbox()
+        self.depth = parent.depth + 1 if parent is not None else 0
+        """How deep this run is nested in sub-agent calls (0: a top-level run)."""
         self.trace = trace or RunTrace(settings.model.name, record=False)
         """The run's OpenTelemetry spans."""
         self.archive = archive if archive is not None else []
@@ -196,13 +205,34 @@ class Run:
 
     # -- the loop ---------------------------------------------------------------------------
 
-    async def events(self) -> AsyncGenerator[Event, None]:  # noqa: C901 (one exit per stop kind)
+    async def events(self) -> AsyncGenerator[Event, None]:
         """Run to the end, yielding every event; the last one is `DoneEvent`."""
-        waiting = await self._resume_pending()
+        async with contextlib.aclosing(self._resume()) as resumed:
+            async for event in resumed:
+                yield event
+                if isinstance(event, DoneEvent):  # the history still waits
+                    return
+        async with contextlib.aclosing(self._turns()) as turns:
+            async for event in turns:
+                yield event
+
+    async def _resume(self) -> AsyncGenerator[Event, None]:
+        """Settle what a suspended history waits on; end the run when something still waits.
+
+        Yields the events of sub-agents resumed here, then, if a request is still
+        unanswered, its `PendingEvent` and the `DoneEvent`.
+        """
+        inbox = self._inbox()
+        with installed(inbox):
+            waiting = await self._resume_pending()
+        for nested in inbox.drain():
+            yield nested
         if waiting is not None:
             yield PendingEvent(*waiting)
             yield await self._end(self.result("pending", pending=waiting[0]))
-            return
+
+    async def _turns(self) -> AsyncGenerator[Event, None]:
+        """Run the turns, from the new prompt to the `DoneEvent`."""
         if self.prompt is not None:
             self.contents.append(prompt_content(self.prompt))
         while self.turns < self.settings.max_turns:
@@ -317,6 +347,14 @@ class Run:
             self.grounding = found if self.grounding is None else self.grounding + found
             events.append(GroundingEvent(turn, found))
         return events
+
+    def _inbox(self) -> Inbox:
+        """Return an inbox for the sub-agents this run's tool calls may start."""
+        return Inbox(self.depth, self.streaming, self._charge)
+
+    def _charge(self, usage: Usage) -> None:
+        """Add a sub-agent's tokens to this run's."""
+        self.usage = self.usage + usage
 
     def _keep(self, response: ModelResponse) -> None:
         """Append the model's turn to the transcript, as received."""
@@ -454,17 +492,21 @@ class Run:
         for call in tool_calls:
             yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
-        futures = [
-            asyncio.ensure_future(
-                self.trace.tool_call(call, run_call(self.settings, self._hook, call))
-            )
-            for call in tool_calls
-        ]
-        index = {future: i for i, future in enumerate(futures)}
+        inbox = self._inbox()
+        with installed(inbox):  # sub-agents among the calls report to it
+            futures = [
+                asyncio.ensure_future(
+                    self.trace.tool_call(call, run_call(self.settings, self._hook, call))
+                )
+                for call in tool_calls
+            ]
+        index: dict[asyncio.Future[Any], int] = {future: i for i, future in enumerate(futures)}
         try:
-            waiting = set(futures)
+            waiting: set[asyncio.Future[Any]] = set(futures)
             while waiting:
-                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                done, waiting = await inbox.wait(waiting)
+                for nested in inbox.drain():
+                    yield nested
                 batch = sorted(index[future] for future in done)
                 for i in batch:
                     futures[i].result()  # a HookError ends the turn here
@@ -556,8 +598,10 @@ class Run:
             args, result = await run_call(self.settings, self._hook, call, (request, reply))
             self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
             self.contents[-1] = replace_response(
-                self.contents[-1], index, function_response(result)
+                self.contents[-1], index, function_response(result, pending=result.pending)
             )
+            if result.pending is not None:  # answered, and now it asks something else
+                still = still or (result.pending, call)
             answered = True
         if answered and still is None:
             await self._checkpoint(None)  # the answered tool ran: keep its result

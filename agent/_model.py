@@ -78,6 +78,18 @@ class GeminiModel:
         clients = Clients(client) if client is not None else build_client(settings)
         return cls(name, config, clients)
 
+    def with_system(self, system: str | None) -> GeminiModel:
+        """Return this model on the same client with another system instruction.
+
+        Args:
+            system: The system instruction, or ``None`` for none.
+
+        Returns:
+            A copy sharing the client (closing it stays with the original).
+        """
+        config = self.config.model_copy(update={"system_instruction": system})
+        return GeminiModel(self.name, config, self.clients)
+
     def request(self, contents: list[Content], turn: int) -> ModelRequest:
         """Return the request for model turn ``turn`` (1-based) over ``contents``."""
         return ModelRequest(self.name, contents, self.config, turn)

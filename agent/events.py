@@ -3,8 +3,9 @@
 Every event class ends in ``Event``. A run yields the same sequence whatever the mode:
 `TextEvent` and `ThoughtEvent` as text arrives, a `ToolCallEvent` and a `ToolResultEvent`
 per function call, `RetryEvent` when a model call is retried, `UsageEvent` after each model
-response, `PendingEvent` when a tool suspends, and exactly one final `DoneEvent` carrying the
-`RunResult`. A function call itself is a `ToolCall` value: the events that concern a call
+response, `PendingEvent` when a tool suspends, `SubAgentEvent` wrapping each event of a
+sub-agent's run, and exactly one final `DoneEvent` carrying the `RunResult`. A function
+call itself is a `ToolCall` value: the events that concern a call
 carry it as ``.call``, and before-tool and after-tool hooks receive it.
 
 Example::
@@ -37,6 +38,7 @@ __all__ = [
     "GroundingEvent",
     "PendingEvent",
     "RetryEvent",
+    "SubAgentEvent",
     "TextEvent",
     "ThoughtEvent",
     "ToolCall",
@@ -165,6 +167,22 @@ class CodeExecutionEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SubAgentEvent:
+    """An event of a sub-agent's run (``Agent.as_tool``), seen in its parent's stream.
+
+    Events of a sub-agent's own sub-agents arrive as they were marked there, so ``depth``
+    says how far down the run is.
+    """
+
+    agent: str
+    """The sub-agent's tool name."""
+    depth: int
+    """1 for a sub-agent of a top-level run, 2 for a sub-agent of that one, and so on."""
+    event: Event
+    """The sub-agent's event (its `DoneEvent` carries the sub-agent's `RunResult`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Compacted:
     """The transcript was compacted before a model call (see `agent.Compaction`)."""
 
@@ -195,6 +213,7 @@ Event = (
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent
+    | SubAgentEvent
     | Compacted
     | DoneEvent
 )

@@ -17,11 +17,13 @@ EXPECTED = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "ApprovalPolicy",
     "Compaction",
     "ConfigurationError",
     "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
+    "Deny",
     "HookError",
     "Hooks",
     "MemoryStore",
@@ -41,6 +43,7 @@ EXPECTED = [
     "Usage",
     "UsageLimits",
     "Veto",
+    "load_agents",
 ]
 
 

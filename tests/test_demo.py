@@ -154,7 +154,8 @@ def test_demo_and_run_show_events_in_the_same_words(
     transcript = io.StringIO()
     assert run_demo(transcript, scenario=scenario) == 0
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "--fake", str(scenario), "Write a note."]) == 0
+    run = ["run", "--fake", str(scenario), "--approval", "never-ask", "Write a note."]
+    assert main(run) == 0
     shown = capsys.readouterr()
     assert shown.out == "Written.\n"
 

@@ -364,6 +364,7 @@ def _make_tool(
     name: str | None,
     description: str | None,
     caller: FrameType | None,
+    requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool:
     if not callable(fn):
@@ -379,6 +380,7 @@ def _make_tool(
         input_schema=spec.schema(),
         source="native",
         validate=spec.validate,
+        requires_approval=requires_approval,
         timeout=timeout,
     )
 
@@ -390,6 +392,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool: ...
 
@@ -401,6 +404,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Callable[[_Fn], Tool]: ...
 
@@ -411,6 +415,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
@@ -426,10 +431,10 @@ def define_tool(
     type hints; ``input_schema`` is a plain JSON-ready ``dict``. Unknown arguments are
     rejected, and bad arguments never reach the function: the call fails with an error
     result that lists every problem by field path. A parameter annotated `ToolContext`
-    receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
-    of the schema. ``*args``, ``**kwargs`` and positional-only parameters raise
-    `ConfigError` here, as does a type hint that cannot be resolved; for a method, pass the
-    bound method (``define_tool(obj.method)``).
+    receives the call's context (its ``call_id``, ``answer``, ``extra`` and the run's
+    ``deps``) and is left out of the schema. ``*args``, ``**kwargs`` and positional-only
+    parameters raise `ConfigError` here, as does a type hint that cannot be resolved; for a
+    method, pass the bound method (``define_tool(obj.method)``).
 
     Sync functions run in a worker thread, async ones on the event loop. The return
     value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,
@@ -444,6 +449,7 @@ def define_tool(
         name: The tool's name; default: the function's ``__name__``.
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
+        requires_approval: An agent asks a human before each call (`Tool.requires_approval`).
         timeout: Seconds a call may run (default `DEFAULT_TOOL_TIMEOUT`, five minutes);
             ``None`` for no limit of the tool's own.
 
@@ -468,10 +474,12 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1), timeout)
+            return _make_tool(
+                inner, name, description, sys._getframe(1), requires_approval, timeout
+            )
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1), timeout)
+    return _make_tool(fn, name, description, sys._getframe(1), requires_approval, timeout)
 
 
 def as_tool(item: object) -> Tool:

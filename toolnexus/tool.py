@@ -73,6 +73,9 @@ class Request(TypedDict):
     """Structured details for a UI (the questions and their options, say)."""
     expires_at: NotRequired[str]
     """ISO-8601 time after which the request is void."""
+    state: NotRequired[Any]
+    """What the tool needs to carry on once answered (a sub-agent keeps its conversation
+    here); kept in the transcript and handed back as `ToolContext.request`."""
 
 
 class Answer(TypedDict):
@@ -127,6 +130,11 @@ class ToolContext:
     """The answer to a `Request` this tool suspended on, when the call is a re-run."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Host-defined values (a session id, a user id) passed through untouched."""
+    deps: Any = None
+    """The run's data: the object given as ``Agent.run(..., deps=...)`` (a user id, a
+    database handle), the same for every call of that run; ``None`` when none was given."""
+    request: Request | None = None
+    """The `Request` this tool suspended on, when the call is a re-run with its ``answer``."""
 
 
 Handler = Callable[[dict[str, Any], ToolContext], str | ToolResult | Awaitable[str | ToolResult]]
@@ -173,6 +181,9 @@ class Tool:
     """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
     """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
+    requires_approval: bool = False
+    """Ask a human before each call: an agent's approval policy suspends the call with a
+    request of kind ``"approval"`` unless the policy names this tool or its source."""
     timeout: float | None = DEFAULT_TOOL_TIMEOUT
     """Seconds a call may run before `execute` ends it with an error result (default
     `DEFAULT_TOOL_TIMEOUT`, five minutes); ``None`` for no limit of the tool's own. The

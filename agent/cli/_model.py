@@ -18,7 +18,7 @@ from agent.errors import ConfigurationError
 if TYPE_CHECKING:
     import httpx
 
-    from agent import Agent, Store
+    from agent import Agent, ApprovalPolicy, Store
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -56,6 +56,7 @@ class AgentFactory:
         wait_for: Asker | None = None,
         store: Store | None = None,
         output_type: Any = None,
+        approval: ApprovalPolicy | None = None,
     ) -> Agent:
         """Return an `Agent` on the shared client.
 
@@ -78,6 +79,7 @@ class AgentFactory:
                 store=store,
                 retry=quick,
                 output_type=output_type,
+                approval=approval,
             )
         except ConfigurationError as exc:
             raise CliError(f"toolnexus-agent: {exc}") from None
@@ -140,4 +142,37 @@ async def open_agents(
     closed before the factory's HTTP client.
     """
     async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
-        yield factory, toolkit
+        yield factory, with_subagents(args, factory, toolkit)
+
+
+def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Toolkit) -> Toolkit:
+    """Add the sub-agents of ``--agents DIR`` to ``toolkit`` (unchanged without the flag).
+
+    Each sub-agent works on the same client, with the tools of ``toolkit`` its file allows,
+    under the same ``--approval`` policy.
+
+    Raises:
+        CliError: An agent file is invalid or names a tool the toolkit lacks.
+    """
+    directory = getattr(args, "agents", None)
+    if directory is None:
+        return toolkit
+    from agent import load_agents
+    from agent.cli._approval import cli_policy
+    from toolnexus import Toolkit
+
+    policy = cli_policy(
+        getattr(args, "approval", "ask"), toolkit, unattended=getattr(args, "unattended", False)
+    )
+    try:
+        helpers = load_agents(
+            directory,
+            toolkit=toolkit,
+            model=factory.model,
+            api_key=factory.api_key,
+            http_client=factory.http,
+            approval=policy,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"--agents: {exc}") from None
+    return Toolkit([*toolkit, *helpers], skills=toolkit.skills, resources=toolkit.resources)

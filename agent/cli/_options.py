@@ -50,6 +50,11 @@ def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
         ),
     )
     group.add_argument(
+        "--agents",
+        metavar="DIR",
+        help="load the Markdown agent files (*.md) of DIR as sub-agents the model can call",
+    )
+    group.add_argument(
         "--root",
         metavar="DIR",
         help="the workspace the file and shell tools are confined to (default: current dir)",

@@ -23,6 +23,7 @@ from agent.events import (
     Event,
     GroundingEvent,
     RetryEvent,
+    SubAgentEvent,
     TextEvent,
     ThoughtEvent,
     ToolCall,
@@ -119,6 +120,9 @@ class EventPrinter:
 
     def show(self, event: Event) -> None:
         """Show one event of the run."""
+        if isinstance(event, SubAgentEvent):
+            self._show_nested(event)
+            return
         turn = event.turn if isinstance(event, TextEvent | ThoughtEvent | ToolCallEvent) else 0
         if self._turns and turn > self._turn:
             self._turn = turn
@@ -147,6 +151,19 @@ class EventPrinter:
                 self._line(f"(searched) {query}")
             for source in event.grounding.sources:
                 self._line(f"(source) {source.title} <{source.uri}>")
+
+    def _show_nested(self, nested: SubAgentEvent) -> None:
+        """Show a sub-agent's tool activity and end, indented and marked with its name."""
+        event = nested.event
+        mark = "  " * nested.depth + f"[{nested.agent}] "
+        if isinstance(event, ToolCallEvent):
+            self._line(mark + describe_call(event.call))
+        elif isinstance(event, ToolResultEvent):
+            self._line(mark + describe_result(event.call, event.result))
+        elif isinstance(event, RetryEvent):
+            self._line(mark + describe_retry(event))
+        elif isinstance(event, DoneEvent):
+            self._line(mark + f"done ({event.result.status})")
 
     def close(self) -> None:
         """Finish the output: show pending thoughts and end the answer's last line."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from toolnexus import Answer, Request
+    from toolnexus import Answer, Request, Toolkit
 
 __all__ = ["Asker"]
 
@@ -18,18 +18,28 @@ class Asker:
 
     Each question of a request takes the next ``--answer`` value; when they run out, it
     reads a line of stdin if stdin is a terminal (or ``tty=True``), else declines (the model
-    is told nobody answered). End of input declines too.
+    is told nobody answered). End of input declines too. A request of kind ``approval`` is
+    asked as y/n/e (see `agent.cli._approval`); ``toolkit`` checks edited arguments.
 
     Args:
         answers: The ``--answer`` values, used in order.
         err: Where the questions are shown.
         tty: Whether to read answers from stdin (default: when stdin is a terminal).
+        toolkit: The tools, to check the arguments of an approval's edit against.
     """
 
-    def __init__(self, answers: Sequence[str], err: TextIO, *, tty: bool | None = None) -> None:
+    def __init__(
+        self,
+        answers: Sequence[str],
+        err: TextIO,
+        *,
+        tty: bool | None = None,
+        toolkit: Toolkit | None = None,
+    ) -> None:
         self._answers = list(answers)
         self._err = err
         self._tty = sys.stdin.isatty() if tty is None else tty
+        self._toolkit = toolkit
 
     def available(self) -> bool:
         """Whether any answer source exists (given answers or a terminal)."""
@@ -37,6 +47,10 @@ class Asker:
 
     async def __call__(self, request: Request) -> Answer:
         """Answer ``request``: one answer per question, from ``--answer`` or the terminal."""
+        if request.get("kind") == "approval":
+            from agent.cli._approval import answer_approval
+
+            return await answer_approval(request, self._one, self._tell, self._toolkit)
         questions = _questions(request)
         replies: dict[str, str] = {}
         for key, shown in questions:
@@ -46,6 +60,9 @@ class Asker:
             replies[key] = reply
         data: Any = replies[questions[0][0]] if len(questions) == 1 else replies
         return {"id": request["id"], "ok": True, "data": data}
+
+    def _tell(self, text: str) -> None:
+        self._err.write(f"  {text}\n")
 
     async def _one(self, question: str) -> str | None:
         if self._answers:

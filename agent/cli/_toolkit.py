@@ -15,7 +15,7 @@ from agent.cli._options import reason
 if TYPE_CHECKING:
     from toolnexus import Tool, Toolkit
 
-__all__ = ["build_toolkit", "check_toolkit_flags", "load_tools"]
+__all__ = ["build_toolkit", "check_toolkit_flags", "import_attr", "load_tools"]
 
 
 def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:

@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
-from agent.cli._toolkit import check_toolkit_flags
+from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
 
@@ -33,7 +35,9 @@ if TYPE_CHECKING:
     from agent.events import RetryEvent
     from toolnexus import Tool
 
-__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
+__all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished", "run_all"]
+
+T = TypeVar("T")
 
 _EPILOG = """\
 tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
@@ -45,17 +49,21 @@ tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `ta
     - id: todo
       prompt: List the TODO comments under src/.
       model: gemini-2.5-pro            # per-task overrides: model, system, max_turns
+      allow: [write]                   # tools that may run without approval
     - id: chart
       prompt: What does this chart show?
       files: [chart.png]               # sent with the prompt (images, PDFs, audio...)
 
 Each task needs a unique `id` and a `prompt`. A task's own fields win over `defaults`,
-which win over the command-line flags.
+which win over the command-line flags. Nobody answers approvals in a batch: a call that
+--approval would ask about (bash and file changes by default) is refused, and the model
+is told why, unless the task's `allow` lists the tool; the result says which were refused.
 
 output: one JSON line per finished task, written as it finishes:
   {"id": ..., "status": "completed", "text": ..., "usage": {...}, "turns": 2,
    "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
-   "cost_usd": 0.00041, "cost_estimated": false, "output": null}
+   "cost_usd": 0.00041, "cost_estimated": false, "output": null,
+   "denied": ["bash"]}
 `output` is the typed answer with --output-schema (else null).
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
@@ -80,7 +88,7 @@ exit codes:
   2  usage/config error (bad flags or tasks file, no API key, --out in use by another batch)
   130 interrupted (Ctrl-C): finished tasks are kept; run the same command again to resume"""
 
-_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns", "files"})
+_TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns", "files", "allow"})
 _DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
 _BAR_WIDTH = 30
 
@@ -101,6 +109,8 @@ class Task:
     """The task's turn limit (else ``--max-turns``)."""
     files: tuple[str, ...] = ()
     """Files sent with the prompt (paths relative to the current directory)."""
+    allow: tuple[str, ...] = ()
+    """Tools that run without asking in this task (else a call that would ask is refused)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -134,6 +144,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "line carries it as `output`",
     )
     parser.add_argument(
+        "--deps",
+        metavar="MODULE:ATTR",
+        help="a function of the task that returns its run data (tools get it as context.deps)",
+    )
+    parser.add_argument(
         "--retry-failed",
         action="store_true",
         help="run again the tasks whose recorded status is `failed`",
@@ -146,7 +161,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
-    parser.set_defaults(command=command)
+    add_approval_flag(parser, batch=True)
+    parser.set_defaults(command=command, unattended=True)
 
 
 # --------------------------------------------------------------------------- input
@@ -232,7 +248,10 @@ def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
     files = item.get("files") or []
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         raise CliError(f"batch: {where} ({task_id}): `files` must be a list of paths")
-    return Task(str(task_id), prompt, model, system, max_turns, tuple(files))
+    allow = item.get("allow") or []
+    if not isinstance(allow, list) or not all(isinstance(name, str) for name in allow):
+        raise CliError(f"batch: {where} ({task_id}): `allow` must be a list of tool names")
+    return Task(str(task_id), prompt, model, system, max_turns, tuple(files), tuple(allow))
 
 
 def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
@@ -376,6 +395,8 @@ class _Progress:
     def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
             self._note(f"{record['id']}: {describe_retry(retry)}")
+        if self.tty and record.get("denied"):
+            self._note(f"{record['id']}: refused without approval: {', '.join(record['denied'])}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -384,6 +405,8 @@ class _Progress:
             self._draw()
         else:
             detail = f": {record['error']}" if record.get("error") else ""
+            if record.get("denied"):
+                detail += f"; refused without approval: {', '.join(record['denied'])}"
             self.err.write(
                 f"[{self.done}/{self.total}] {record['id']} {status} "
                 f"({record['duration']:.1f} s){detail}\n"
@@ -419,6 +442,50 @@ class _Progress:
 # --------------------------------------------------------------------------- running
 
 
+async def run_all(
+    items: Sequence[T], concurrency: int, work: Callable[[T], Awaitable[None]]
+) -> None:
+    """Call ``work`` on every item, ``concurrency`` at a time (``eval`` runs on this too).
+
+    Raises:
+        ExceptionGroup: ``work`` raised; the other workers are cancelled.
+    """
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await work(queue.get_nowait())
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(items))):
+            group.create_task(worker())
+
+
+DepsFactory = Callable[[Any], Any] | None
+"""``--deps``: returns a task's (or an eval case's) run data, sync or async; ``None``
+without the flag."""
+
+
+def load_deps_factory(spec: str | None) -> DepsFactory:
+    """Return the function ``--deps MODULE:ATTR`` names (``None`` without the flag).
+
+    Raises:
+        CliError: The spec cannot be imported or is not callable.
+    """
+    if spec is None:
+        return None
+    factory = import_attr("--deps", spec, "mydeps:for_task")
+    if not callable(factory):
+        raise CliError(f"--deps {spec}: {type(factory).__name__} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
 def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
     if args.concurrency < 1:
@@ -444,6 +511,7 @@ def _run_batch(
     output: _Output,
 ) -> int:
     err = sys.stderr
+    deps_for = load_deps_factory(args.deps)
     finished = read_finished(args.out, err)
     todo = [
         task
@@ -458,7 +526,9 @@ def _run_batch(
     try:
         if todo and budget.allows():
             with agent_log(args.verbose):
-                asyncio.run(_batch(args, todo, own, system, output, progress, finished, budget))
+                asyncio.run(
+                    _batch(args, todo, own, system, output, progress, finished, budget, deps_for)
+                )
     except KeyboardInterrupt:
         progress.close()
         err.write(f"interrupted: {progress.done} tasks recorded this run; run again to resume\n")
@@ -487,26 +557,29 @@ async def _batch(
     progress: _Progress,
     finished: dict[str, str],
     budget: _Budget,
+    deps_for: DepsFactory,
 ) -> None:
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
         queue.put_nowait(task)
     async with open_agents(args, own) as (factory, toolkit):
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
-        agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+        agents: dict[tuple[Any, ...], Agent] = {}
 
         def agent_for(task: Task) -> Agent:
             model = task.model or args.model
             prompt = task.system if task.system is not None else system
             max_turns = task.max_turns or args.max_turns
-            key = (model, prompt, max_turns)
+            key = (model, prompt, max_turns, task.allow)
             if key not in agents:
+                policy = cli_policy(args.approval, toolkit, allow=task.allow, unattended=True)
                 agents[key] = factory.make(
                     toolkit,
                     model=model,
                     system=prompt,
                     max_turns=max_turns,
                     output_type=args.output_type,
+                    approval=policy,
                 )
             return agents[key]
 
@@ -514,7 +587,7 @@ async def _batch(
             while not queue.empty() and budget.allows():
                 task = queue.get_nowait()
                 progress.started()
-                record, retries = await _run_task(agent_for, task, factory.model)
+                record, retries = await _run_task(agent_for, task, factory.model, deps_for)
                 budget.spent += record.get("cost_usd") or 0.0
                 output.append(record)
                 finished[task.id] = record["status"]
@@ -527,13 +600,14 @@ async def _batch(
 
 
 async def _run_task(
-    agent_for: Callable[[Task], Agent], task: Task, default_model: str
+    agent_for: Callable[[Task], Agent], task: Task, default_model: str, deps_for: DepsFactory
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     start = time.monotonic()
     record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
-        result = await agent_for(task).run(with_files(task.prompt, list(task.files)))
+        deps = await _maybe(deps_for(task)) if deps_for is not None else None
+        result = await agent_for(task).run(with_files(task.prompt, list(task.files)), deps=deps)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
@@ -555,6 +629,11 @@ async def _run_task(
         output=result.output_json,
         cost_usd=result.cost.usd,
         cost_estimated=result.cost.estimated,
+        denied=[
+            call.name
+            for call in result.tool_calls
+            if (call.result.metadata or {}).get("approval") == "denied"
+        ],
     )
     if error:
         record["error"] = error

@@ -14,6 +14,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -77,6 +78,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_approval_flag(parser)
     parser.set_defaults(command=command)
 
 
@@ -100,8 +102,9 @@ def command(args: argparse.Namespace) -> int:
                 system=system,
                 max_turns=args.max_turns,
                 # The user is at the keyboard (or feeding lines): questions read the next line.
-                wait_for=Asker([], sys.stderr, tty=True),
+                wait_for=Asker([], sys.stderr, tty=True, toolkit=toolkit),
                 store=store,
+                approval=cli_policy(args.approval, toolkit),
             )
             session = args.session or f"chat-{time.time_ns()}"
             sys.stderr.write(f"chat with {agent.model} ({len(toolkit)} tools). {_HELP_LINE}\n")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
@@ -44,6 +45,12 @@ terminal. Without a terminal, give the answers with --answer (one per question, 
 order); with neither, the run ends `pending` (exit code 3). A pending --session run is
 resumed by running it again with --answer and no prompt:
   toolnexus-agent run --session s1 --store chats.db --answer yes
+
+approval: before bash and file changes (--approval ask, the default) the call is shown and
+you answer y, n [reason] or e (type the edited arguments as JSON); --approval edits lets
+file changes through, --approval never-ask asks nothing. Without a terminal, --answer
+gives the reply ("y", "n not now", 'e {{"path": "x.txt", ...}}'); with neither, the run
+ends `pending`.
 
 {EXIT_CODES_HELP}"""
 
@@ -97,6 +104,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_approval_flag(parser)
     parser.set_defaults(command=command)
 
 
@@ -139,8 +147,8 @@ async def _run(
 
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
-    asker = Asker(args.answer, err)
     async with open_agents(args, own) as (factory, toolkit):
+        asker = Asker(args.answer, err, toolkit=toolkit)
         agent = factory.make(
             toolkit,
             system=system,
@@ -148,6 +156,7 @@ async def _run(
             wait_for=asker if asker.available() else None,
             store=store,
             output_type=args.output_type,
+            approval=cli_policy(args.approval, toolkit),
         )
         failed: str | None = None
         try:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.testing import FakeGemini, delay, error
+from agent.testing import FakeGemini, delay, error, function_call
 from agent.testing._replies import ReplyLike
 from tests.cli.conftest import Cli, Hold, cli_env, wait_for_request_handlers
 
@@ -297,6 +297,41 @@ def test_batch_task_files_go_with_the_prompt(cli: Cli, workdir: Path) -> None:
     assert code == 0, err
     parts = fake.requests[0].contents[0]["parts"]
     assert parts[1]["inlineData"]["mimeType"] == "image/png"
+
+
+DEPS_MODULE = '''\
+from toolnexus import ToolContext, define_tool
+
+
+def for_task(task):
+    return {"user": "user-" + task.id}
+
+
+@define_tool
+def whoami(context: ToolContext) -> str:
+    """Who runs this task."""
+    return context.deps["user"]
+'''
+
+
+def test_deps_factory_gives_each_task_its_run_data(cli: Cli, workdir: Path) -> None:
+    (workdir / "batchdeps.py").write_text(DEPS_MODULE, encoding="utf-8")
+    _write_tasks(workdir / "tasks.yaml", 3)
+
+    def model(body: dict[str, Any]) -> ReplyLike:
+        last = body["contents"][-1]["parts"][0]
+        if "functionResponse" in last:
+            return f"I am {last['functionResponse']['response']['output']}"
+        return function_call("whoami", {})
+
+    fake = FakeGemini(model)
+    more = ("--tools", "batchdeps:whoami", "--deps", "batchdeps:for_task")
+    with fake.serve() as server:
+        code, _, err = cli(*_batch("out.jsonl", *more), server=server)
+    assert code == 0, err
+    texts = {r["id"]: r["text"] for r in _records(workdir / "out.jsonl")}
+    assert texts == {f"t{i:02d}": f"I am user-t{i:02d}" for i in range(3)}
+    sys.modules.pop("batchdeps", None)
 
 
 @contextmanager

@@ -1,0 +1,467 @@
+"""``toolnexus-agent eval``: score an agent on a file of cases, N samples each.
+
+Each sample of each case is one task of the batch machinery: run concurrently, appended to
+``--out`` as one JSON line as soon as it finishes, and skipped when the command runs again
+(so an interrupted eval resumes). When every sample is recorded, the pass rate of each case
+and of the whole file is reported on stderr, and written as JSON (``--json``) and JUnit XML
+(``--junit``). The exit code is non-zero when the overall pass rate is under ``--min-pass``.
+With ``--offline`` every sample plays its case's ``scenario`` (a FakeGemini scenario) instead
+of calling Gemini, so the same file runs in CI without a key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agent.cli._approval import add_approval_flag, cli_policy
+from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
+from agent.cli._logs import agent_log
+from agent.cli._model import AgentFactory, open_factory
+from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._toolkit import build_toolkit, check_toolkit_flags
+from agent.cli.batch import (
+    DepsFactory,
+    _maybe,
+    _Output,
+    _Progress,
+    load_deps_factory,
+    read_finished,
+    run_all,
+)
+from agent.errors import ConfigurationError, RunError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agent import Agent, RunResult
+    from agent._eval import Check, EvalCase, EvalFile
+    from toolnexus import Tool, Toolkit
+
+__all__ = ["add_parser", "command"]
+
+_EPILOG = """\
+eval file (YAML or JSON):
+
+  defaults: {max_turns: 6, expect: {status: completed}}
+  judge: {model: gemini-2.5-flash, scenario: judge.yaml}   # for rubrics (optional)
+  cases:
+    - id: weather
+      prompt: What is the weather in Paris?
+      files: {notes.txt: "Paris: sunny"}       # a fresh workspace per sample (optional)
+      scenario: scenarios/weather.yaml          # the scripted model of --offline
+      expect:
+        status: completed                       # the default
+        text_contains: [Paris]
+        text_matches: "\\\\d+ ?C"
+        output_equals: {city: Paris}            # typed output (RunResult.output)
+        output_satisfies: {temp: {$any: true}}
+        tools:                                  # exact | in_order | any_order
+          in_order:
+            - name: read
+              args: {path: {$regex: "notes"}}
+        rubric: The answer names the city.      # judged by a model
+
+matchers: a mapping matches when its keys match; {$regex: ...}, {$contains: ...},
+{$oneof: [...]}, {$any: true} match one value.
+
+examples:
+  toolnexus-agent eval evals.yaml --out runs.jsonl --samples 3 --junit report.xml
+  toolnexus-agent eval evals.yaml --out runs.jsonl --offline --min-pass 0.8 --json report.json
+
+exit code: 0 when the pass rate over all samples reaches --min-pass (default 1.0), 1 when
+it does not, 2 for a usage error, 130 when interrupted (run again to resume)."""
+
+_JUDGE_SYSTEM = (
+    "You grade an AI agent's answer against a rubric. Reply with PASS or FAIL on the first "
+    "line, then one sentence saying why."
+)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``eval`` and its flags."""
+    parser = commands.add_parser(
+        "eval",
+        help="score the agent on a YAML file of cases (pass rates, JSON, JUnit)",
+        description=(
+            "Run every case of EVALS (a YAML or JSON file) --samples times, check each run\n"
+            "against the case's expectations, and report the pass rate per case."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("evals", metavar="EVALS", help="the eval file (.yaml, .yml or .json)")
+    parser.add_argument(
+        "--out", required=True, metavar="RUNS.jsonl", help="where sample results are appended"
+    )
+    parser.add_argument(
+        "--samples", type=_positive, default=1, metavar="N", help="runs per case (default: 1)"
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive, default=4, metavar="N", help="samples at once (default: 4)"
+    )
+    parser.add_argument(
+        "--min-pass",
+        type=_fraction,
+        default=1.0,
+        metavar="RATE",
+        help="the pass rate over all samples needed to exit 0, from 0 to 1 (default: 1)",
+    )
+    parser.add_argument("--json", dest="json_report", metavar="PATH", help="write a JSON report")
+    parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="play each case's `scenario` (and the judge's) instead of calling Gemini",
+    )
+    parser.add_argument("--judge-model", metavar="NAME", help="the model that judges rubrics")
+    parser.add_argument(
+        "--deps", metavar="MODULE:ATTR", help="a function of the case that returns its run data"
+    )
+    add_toolkit_flags(parser)
+    add_agent_flags(parser)
+    add_approval_flag(parser, batch=True)
+    parser.set_defaults(command=command, unattended=True)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    case: EvalCase
+    sample: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.case.id}#{self.sample}"
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``eval`` and return its exit code."""
+    from agent._eval import load_evals
+
+    if args.fake is not None:
+        raise CliError("eval: --fake plays one script for every call; use --offline instead")
+    try:
+        evals = load_evals(args.evals)
+    except ConfigurationError as exc:
+        raise CliError(f"eval: {exc}") from None
+    if args.offline:
+        missing = [case.id for case in evals.cases if case.scenario is None]
+        if missing:
+            raise CliError(f"eval: --offline needs a `scenario` in case(s) {', '.join(missing)}")
+    err = sys.stderr
+    own = check_toolkit_flags(args)
+    system = read_system(args.system)
+    deps_for = load_deps_factory(args.deps)
+    jobs = [_Job(case, k) for case in evals.cases for k in range(1, args.samples + 1)]
+    finished = read_finished(args.out, err)
+    todo = [job for job in jobs if job.id not in finished]
+    if len(todo) < len(jobs):
+        err.write(f"{len(jobs) - len(todo)} of {len(jobs)} samples are already in {args.out}\n")
+    output = _Output(args.out)
+    progress = _Progress(len(todo), err, err.isatty())
+    try:
+        if todo:
+            with agent_log(args.verbose):
+                runner = _Runner(args, evals, own, system, deps_for)
+                asyncio.run(runner.run(todo, output, progress))
+    except KeyboardInterrupt:
+        progress.close()
+        err.write(f"interrupted: {progress.done} samples recorded; run again to resume\n")
+        raise
+    finally:
+        output.close()
+    progress.close()
+    report = _report(evals, jobs, _records(Path(args.out)), args.min_pass)
+    _summary(report, err)
+    if args.json_report:
+        Path(args.json_report).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.junit:
+        _junit(report, Path(args.junit))
+    return EXIT_OK if report["passed"] else EXIT_FAILED
+
+
+class _Runner:
+    """Runs samples: a workspace, an agent, the run, the checks and the rubric."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        evals: EvalFile,
+        own: list[Tool],
+        system: str | None,
+        deps_for: DepsFactory,
+    ) -> None:
+        self.args = args
+        self.evals = evals
+        self.own = own
+        self.system = system
+        self.deps_for = deps_for
+        self.factory: AgentFactory | None = None
+        self.toolkit: Toolkit | None = None
+
+    async def run(self, todo: Sequence[_Job], output: _Output, progress: _Progress) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            if not self.args.offline:
+                self.factory = await stack.enter_async_context(open_factory(self.args))
+            self.toolkit = await stack.enter_async_context(await build_toolkit(self.args, self.own))
+
+            async def one(job: _Job) -> None:
+                progress.started()
+                record = await self.sample(job)
+                output.append(record)
+                progress.finished(record)
+
+            await run_all(todo, self.args.concurrency, one)
+
+    async def sample(self, job: _Job) -> dict[str, Any]:
+        from agent._eval import Check, check
+
+        case = job.case
+        start = time.monotonic()
+        record: dict[str, Any] = {"id": job.id, "case": case.id, "sample": job.sample}
+        result: RunResult | None = None
+        try:
+            async with self._agent(case) as agent:
+                deps = await _maybe(self.deps_for(case)) if self.deps_for else None
+                try:
+                    result = await agent.run(case.prompt, deps=deps)
+                except RunError as exc:
+                    result, record["error"] = exc.result, str(exc)
+            checks = check(case.expect, result)
+            if case.expect.rubric:
+                checks.append(await self._judge(case, result.text))
+        except (CliError, ConfigurationError, OSError) as exc:
+            record["error"] = str(exc)
+            checks = [Check("run", False, str(exc))]
+        record.update(
+            status=result.status if result is not None else "failed",
+            passed=all(c.passed for c in checks) and "error" not in record,
+            checks=[c.to_dict() for c in checks],
+            text=result.text if result is not None else "",
+            tool_calls=[{"name": c.name, "args": c.args} for c in result.tool_calls]
+            if result is not None
+            else [],
+            usage=result.usage.to_dict() if result is not None else None,
+            duration=round(time.monotonic() - start, 3),
+        )
+        return record
+
+    @contextlib.asynccontextmanager
+    async def _agent(self, case: EvalCase) -> AsyncIterator[Agent]:
+        """Yield the agent of one sample: its workspace, tools and model client."""
+        async with contextlib.AsyncExitStack() as stack:
+            toolkit = self.toolkit
+            if case.files:
+                root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eval-")))
+                for name, text in case.files.items():
+                    target = root / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, encoding="utf-8")
+                scoped = argparse.Namespace(**{**vars(self.args), "root": str(root)})
+                toolkit = await stack.enter_async_context(await build_toolkit(scoped, self.own))
+            assert toolkit is not None
+            http, key = await self._client(stack, case.scenario)
+            yield self._make(
+                toolkit,
+                http,
+                key,
+                model=case.model or self.args.model,
+                system=case.system if case.system is not None else self.system,
+                max_turns=case.max_turns or self.args.max_turns,
+                approval=cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True),
+            )
+
+    async def _client(
+        self, stack: contextlib.AsyncExitStack, scenario: Any
+    ) -> tuple[httpx.AsyncClient, str | None]:
+        """Return the HTTP client and key of one agent: the shared ones, or a fresh fake's."""
+        if self.factory is not None:
+            return self.factory.http, self.factory.api_key
+        from agent.testing import ScenarioError, read_scenario
+
+        source = scenario
+        if isinstance(source, str) and "\n" not in source:
+            source = self.evals.path.parent / source
+        try:
+            fake = read_scenario(source).fake()
+        except (OSError, ScenarioError, ValueError) as exc:
+            raise CliError(f"scenario {scenario!r}: {exc}") from None
+        http = await stack.enter_async_context(fake.http_client())
+        return http, "offline-eval-not-a-secret"
+
+    def _make(
+        self,
+        toolkit: Toolkit,
+        http: httpx.AsyncClient,
+        key: str | None,
+        **settings: Any,
+    ) -> Agent:
+        from agent import DEFAULT_MODEL, Agent, RetryPolicy
+
+        quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1) if key else None
+        return Agent(
+            settings.pop("model") or DEFAULT_MODEL,
+            toolkit,
+            system_prompt=settings.pop("system"),
+            max_turns=settings.pop("max_turns") or 50,
+            http_client=http,
+            api_key=key,
+            retry=quick,
+            **settings,
+        )
+
+    async def _judge(self, case: EvalCase, text: str) -> Check:
+        """Ask the judge model whether ``text`` meets the case's rubric."""
+        from agent._eval import Check
+        from toolnexus import Toolkit
+
+        name = "rubric"
+        if self.args.offline and self.evals.judge_scenario is None:
+            return Check(name, False, "--offline needs `judge: {scenario: ...}` for rubrics")
+        prompt = (
+            f"The task given to the agent:\n{case.prompt}\n\nThe rubric:\n{case.expect.rubric}"
+            f"\n\nThe agent's answer:\n{text}"
+        )
+        model = self.args.judge_model or self.evals.judge_model or case.model or self.args.model
+        async with contextlib.AsyncExitStack() as stack:
+            http, key = await self._client(stack, self.evals.judge_scenario)
+            judge = self._make(Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1)
+            verdict = (await judge.run(prompt)).text.strip()
+        passed = verdict.upper().startswith("PASS")
+        return Check(name, passed, "" if passed else verdict or "the judge gave no verdict")
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    records: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "id" in record:
+            records[str(record["id"])] = record
+    return records
+
+
+def _report(
+    evals: EvalFile, jobs: Sequence[_Job], records: dict[str, dict[str, Any]], min_pass: float
+) -> dict[str, Any]:
+    cases = []
+    for case in evals.cases:
+        samples = [records.get(job.id) for job in jobs if job.case is case]
+        passed = sum(1 for record in samples if record and record.get("passed"))
+        failures = [
+            {
+                "sample": record["sample"],
+                "failed": [c for c in record.get("checks", []) if not c["passed"]],
+                "error": record.get("error"),
+            }
+            for record in samples
+            if record and not record.get("passed")
+        ]
+        cases.append(
+            {
+                "id": case.id,
+                "samples": len(samples),
+                "passed": passed,
+                "pass_rate": round(passed / len(samples), 4),
+                "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
+                "failures": failures,
+            }
+        )
+    total = sum(case["samples"] for case in cases)
+    passed = sum(case["passed"] for case in cases)
+    rate = passed / total if total else 0.0
+    return {
+        "file": str(evals.path),
+        "samples": total,
+        "passed_samples": passed,
+        "pass_rate": round(rate, 4),
+        "min_pass": min_pass,
+        "passed": rate >= min_pass,
+        "cases": cases,
+    }
+
+
+def _summary(report: dict[str, Any], err: TextIO) -> None:
+    for case in report["cases"]:
+        err.write(
+            f"{case['id']}: {case['passed']}/{case['samples']} passed ({case['pass_rate']:.0%})\n"
+        )
+        for failure in case["failures"]:
+            reasons = [f"{c['name']}: {c['detail']}" for c in failure["failed"]]
+            if failure["error"] and not reasons:
+                reasons = [failure["error"]]
+            err.write(f"  sample {failure['sample']}: {'; '.join(reasons)}\n")
+    verdict = "passed" if report["passed"] else "FAILED"
+    err.write(
+        f"{report['passed_samples']}/{report['samples']} samples passed "
+        f"({report['pass_rate']:.0%}; needed {report['min_pass']:.0%}): {verdict}\n"
+    )
+
+
+def _junit(report: dict[str, Any], path: Path) -> None:
+    """Write one ``testcase`` per case; a case with a failed sample has a ``failure``."""
+    failed = sum(1 for case in report["cases"] if case["failures"])
+    suites = ET.Element("testsuites", tests=str(len(report["cases"])), failures=str(failed))
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=Path(report["file"]).stem,
+        tests=str(len(report["cases"])),
+        failures=str(failed),
+        errors="0",
+        time=f"{sum(case['duration'] for case in report['cases']):.3f}",
+    )
+    properties = ET.SubElement(suite, "properties")
+    for key in ("pass_rate", "min_pass", "samples"):
+        ET.SubElement(properties, "property", name=key, value=str(report[key]))
+    for case in report["cases"]:
+        element = ET.SubElement(
+            suite,
+            "testcase",
+            classname=Path(report["file"]).stem,
+            name=case["id"],
+            time=f"{case['duration']:.3f}",
+        )
+        ET.SubElement(element, "properties").append(
+            ET.Element("property", name="pass_rate", value=str(case["pass_rate"]))
+        )
+        if case["failures"]:
+            failure = ET.SubElement(
+                element,
+                "failure",
+                message=f"{case['passed']}/{case['samples']} samples passed",
+                type="EvalFailure",
+            )
+            failure.text = "\n".join(
+                f"sample {f['sample']}: "
+                + "; ".join(f"{c['name']}: {c['detail']}" for c in f["failed"])
+                + (f" ({f['error']})" if f["error"] else "")
+                for f in case["failures"]
+            )
+    ET.indent(suites)
+    path.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")

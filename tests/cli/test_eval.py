@@ -1,0 +1,200 @@
+"""``toolnexus-agent eval``: six cases offline, two failing on purpose, three samples each."""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tests.cli.conftest import Cli
+
+EVALS = r"""
+defaults:
+  max_turns: 4
+judge:
+  scenario:
+    turns:
+      - text: "PASS: it names the city."
+cases:
+  - id: weather
+    prompt: Weather in Paris?
+    scenario: weather.yaml
+    expect:
+      text_contains: [Paris]
+      text_matches: '\d+ C'
+      tools:
+        in_order:
+          - name: get_weather
+            args: {city: {$regex: "^Par"}}
+      rubric: The answer names the city.
+  - id: exact
+    prompt: Weather in Rome?
+    scenario:
+      - calls: [{name: get_weather, args: {city: Rome}}]
+      - text: Rome is sunny.
+    expect:
+      tools:
+        exact: [get_weather]
+  - id: both
+    prompt: Weather in Oslo and Lima?
+    scenario:
+      - calls:
+          - {name: get_weather, args: {city: Lima}}
+          - {name: get_weather, args: {city: Oslo}}
+      - text: Both sunny.
+    expect:
+      tools:
+        any_order:
+          - {name: get_weather, args: {city: Oslo}}
+          - {name: get_weather, args: {city: Lima}}
+  - id: files
+    prompt: What is the secret in notes.txt?
+    files: {notes.txt: "the secret is 7"}
+    allow: [read]
+    scenario:
+      - calls: [{name: read, args: {path: notes.txt}}]
+      - capture:
+          secret: {function_response: read, pattern: 'secret is (\d+)'}
+        text: "The secret is {secret}."
+    expect:
+      text_contains: "The secret is 7."
+  - id: wrong-city
+    prompt: Weather in Berlin?
+    scenario:
+      - text: It is sunny in Paris.
+    expect:
+      text_contains: [Berlin]
+  - id: blocked
+    prompt: Something bad
+    scenario:
+      - blocked: SAFETY
+    expect:
+      status: completed
+"""
+
+WEATHER = """\
+turns:
+  - calls: [{name: get_weather, args: {city: Paris}}]
+  - text: It is sunny in Paris, 21 C.
+"""
+
+ARGS = ("--tools", "clitools:TOOLS", "--disable", "bash", "--offline", "--concurrency", "4")
+
+
+def _write(workdir: Path) -> None:
+    (workdir / "evals.yaml").write_text(EVALS, encoding="utf-8")
+    (workdir / "weather.yaml").write_text(WEATHER, encoding="utf-8")
+
+
+def test_six_cases_three_samples_pass_rates_reports_and_exit_code(cli: Cli, workdir: Path) -> None:
+    _write(workdir)
+    more = ("--samples", "3", "--json", "report.json", "--junit", "report.xml")
+    code, _, err = cli("eval", "evals.yaml", "--out", "runs.jsonl", *ARGS, *more)
+    assert code == 1, err
+    report = json.loads((workdir / "report.json").read_text())
+    rates = {case["id"]: case["pass_rate"] for case in report["cases"]}
+    assert rates == {
+        "weather": 1.0,
+        "exact": 1.0,
+        "both": 1.0,
+        "files": 1.0,
+        "wrong-city": 0.0,
+        "blocked": 0.0,
+    }
+    assert (report["samples"], report["passed_samples"], report["passed"]) == (18, 12, False)
+    assert report["pass_rate"] == 0.6667
+    wrong = next(case for case in report["cases"] if case["id"] == "wrong-city")
+    assert wrong["failures"][0]["failed"][0]["name"] == "text_contains 'Berlin'"
+    assert "weather: 3/3 passed (100%)" in err
+    assert "blocked: 0/3 passed (0%)" in err
+    assert "  sample 1: status completed: status was blocked (SAFETY)" in err
+    assert "12/18 samples passed (67%; needed 100%): FAILED" in err
+
+    suite = ET.parse(workdir / "report.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "2")
+    failed = {
+        case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None
+    }
+    assert failed == {"wrong-city", "blocked"}
+
+    runs = [json.loads(line) for line in (workdir / "runs.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in runs) == sorted(
+        f"{case}#{k}"
+        for case in ("weather", "exact", "both", "files", "wrong-city", "blocked")
+        for k in (1, 2, 3)
+    )
+    weather = next(r for r in runs if r["id"] == "weather#1")
+    assert [c["name"] for c in weather["checks"]][-1] == "rubric"
+    assert weather["tool_calls"] == [{"name": "get_weather", "args": {"city": "Paris"}}]
+
+    # Run again: every sample is recorded, nothing runs, the verdict is the same; and a
+    # lower --min-pass passes.
+    code, _, err = cli("eval", "evals.yaml", "--out", "runs.jsonl", *ARGS, "--samples", "3")
+    assert code == 1
+    assert "18 of 18 samples are already in runs.jsonl" in err
+    code, _, err = cli(
+        "eval", "evals.yaml", "--out", "runs.jsonl", *ARGS, "--samples", "3", "--min-pass", "0.6"
+    )
+    assert code == 0, err
+    assert "needed 60%): passed" in err
+
+
+def test_an_interrupted_eval_resumes_where_it_stopped(cli: Cli, workdir: Path) -> None:
+    _write(workdir)
+    code, _, _ = cli("eval", "evals.yaml", "--out", "runs.jsonl", *ARGS)
+    lines = (workdir / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    kept = [line for line in lines if not line.startswith('{"id": "files#1"')]
+    (workdir / "runs.jsonl").write_text("\n".join(kept) + "\n")
+    code, _, err = cli("eval", "evals.yaml", "--out", "runs.jsonl", *ARGS)
+    assert "5 of 6 samples are already in runs.jsonl" in err
+    assert "[1/1] files#1 completed" in err
+    assert code == 1
+
+
+def test_usage_errors(cli: Cli, workdir: Path) -> None:
+    (workdir / "bad.yaml").write_text("cases: [{id: a, prompt: hi, expect: {colour: red}}]")
+    code, _, err = cli("eval", "bad.yaml", "--out", "r.jsonl", "--offline")
+    assert code == 2 and "colour" in err
+    (workdir / "noscenario.yaml").write_text("cases: [{id: a, prompt: hi}]")
+    code, _, err = cli("eval", "noscenario.yaml", "--out", "r.jsonl", "--offline")
+    assert code == 2 and "needs a `scenario` in case(s) a" in err
+
+
+DEPS = '''\
+from toolnexus import ToolContext, define_tool
+
+
+def for_case(case):
+    return {"user": "user-" + case.id}
+
+
+@define_tool
+def whoami(context: ToolContext) -> str:
+    """Who is asking."""
+    return context.deps["user"]
+'''
+
+
+def test_deps_factory_gives_each_case_its_run_data(cli: Cli, workdir: Path) -> None:
+    (workdir / "evaldeps.py").write_text(DEPS, encoding="utf-8")
+    (workdir / "e.yaml").write_text(
+        """
+cases:
+  - id: ada
+    prompt: who?
+    scenario:
+      - calls: [{name: whoami, args: {}}]
+      - capture: {user: {function_response: whoami, pattern: '(.+)'}}
+        text: "you are {user}"
+    expect: {text_contains: [user-ada]}
+""",
+        encoding="utf-8",
+    )
+    more = ("--no-builtins", "--tools", "evaldeps:whoami", "--deps", "evaldeps:for_case")
+    code, _, err = cli("eval", "e.yaml", "--out", "r.jsonl", "--offline", *more)
+    sys.modules.pop("evaldeps", None)
+    assert code == 0, err
+    assert "1/1 samples passed" in err

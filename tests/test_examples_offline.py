@@ -1,0 +1,60 @@
+"""The runnable examples of examples/ work offline (no key), end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPECTED = {
+    "subagents.py": [
+        "lead -> researcher",
+        "  researcher (depth 1) -> grep",
+        "Critique: It never says what the skill is for.",
+    ],
+    "approval.py": [
+        'write {"path": "hello.txt", "content": "HELLO."} -> Wrote 6 bytes',
+        "not approve this call to 'write': secrets",
+        "files: ['hello.txt']",
+    ],
+    "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_runs_offline(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for line in EXPECTED[name]:
+        assert line in done.stdout
+
+
+def test_the_example_eval_passes_offline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    command = [sys.executable, "-m", "agent", "eval", "evals.yaml", "--offline", "--no-builtins"]
+    command += ["--tools", "tools:TOOLS", "--samples", "2", "--out", str(tmp_path / "r.jsonl")]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+        cwd=ROOT / "examples" / "evals",
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "6/6 samples passed (100%; needed 100%): passed" in done.stderr
