@@ -14,6 +14,7 @@ from toolnexus import Answer, Request, ToolContext, ToolResult, execute_async
 
 if TYPE_CHECKING:
     from agent._loop import Settings
+    from agent._steps import ToolStep
     from agent.events import ToolCall
 
 __all__ = ["HookCaller", "WaitFor", "function_response", "run_call"]
@@ -55,6 +56,7 @@ async def run_call(
     Raises:
         HookError: A hook or ``wait_for`` raised.
     """
+    step = settings.steps.tool(call)  # first, so steps are numbered in call order
     hooks = settings.hooks
     args: dict[str, Any] = call.args
     result: ToolResult | None = None
@@ -65,13 +67,13 @@ async def run_call(
         elif changed is not None:
             args = dict(changed)
     if result is None and answered is not None:
-        result = await _answered(settings, call, args, *answered)
+        result = await _answered(settings, step, call, args, *answered)
     elif result is None:
-        result = await _tool(settings, call, args, None)
+        result = await _tool(settings, step, call, args, None)
         request = result.pending
         if request is not None and settings.wait_for is not None:
             reply = await call_hook("wait_for", settings.wait_for, request)
-            result = await _answered(settings, call, args, request, reply)
+            result = await _answered(settings, step, call, args, request, reply)
     if hooks.after_tool is not None:
         changed = await call_hook("after_tool", hooks.after_tool, call, result)
         if changed is not None:
@@ -80,14 +82,23 @@ async def run_call(
 
 
 async def _tool(
-    settings: Settings, call: ToolCall, args: dict[str, Any], answer: Answer | None
+    settings: Settings,
+    step: ToolStep,
+    call: ToolCall,
+    args: dict[str, Any],
+    answer: Answer | None,
 ) -> ToolResult:
     context = ToolContext(timeout=settings.tool_timeout, call_id=call.id, answer=answer)
-    return await execute_async(settings.toolkit, call.name, args, context)
+    return await step(lambda: execute_async(settings.toolkit, call.name, args, context))
 
 
 async def _answered(
-    settings: Settings, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
+    settings: Settings,
+    step: ToolStep,
+    call: ToolCall,
+    args: dict[str, Any],
+    request: Request,
+    answer: Answer,
 ) -> ToolResult:
     """Re-run a suspended tool once with its answer; refusal or a second suspension fail."""
     if not answer.get("ok"):
@@ -95,7 +106,7 @@ async def _answered(
             f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
             is_error=True,
         )
-    result = await _tool(settings, call, args, answer)
+    result = await _tool(settings, step, call, args, answer)
     if result.pending is not None:
         return ToolResult(
             f"Tool {call.name!r} asked again after its request {request['id']!r} was "

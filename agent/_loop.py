@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from agent._calls import WaitFor, function_response, run_call
@@ -41,6 +41,7 @@ from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
+from agent._steps import ModelFailure, ModelItem, Steps
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
     DoneEvent,
@@ -85,6 +86,9 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    steps: Steps = field(default_factory=Steps)
+    """Where the side effects happen (model and tool calls, human waits): in process by
+    default, durable with ``agent.dbos``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +193,10 @@ class Run:
                         pending = event.request
                     yield event
             if pending is not None:  # already saved, with the turn
-                yield DoneEvent(self.result("pending", pending=pending))
-                return
+                pending = await self._wait(pending)
+                if pending is not None:
+                    yield DoneEvent(self.result("pending", pending=pending))
+                    return
         yield await self._end(self.result("incomplete", limit="max_turns"))
 
     def _keep(self, response: ModelResponse) -> None:
@@ -250,26 +256,20 @@ class Run:
                 return
             request = changed or request
         response: ModelResponse | None = None
-        retries: list[RetryEvent] = []  # told by the retry policy before each wait
-        attempts = 0
-        failure: ErrorInfo | None = None
-        try:
-            async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
-                while retries:
-                    yield retries.pop(0)
-                with attempt:
-                    attempts += 1
-                    call = model.call(request, stream=self.streaming)
-                    async with contextlib.aclosing(call) as items:
-                        async for item in items:
-                            if isinstance(item, ModelResponse):
-                                response = item
-                            else:
-                                yield item
-        except CallFailed as failed:
-            failure = failed.info
-        if failure is not None:  # raised outside the handler: the error chain stays empty
-            raise self._model_error(failure, attempts)
+        failure: ModelFailure | None = None
+        items = self.settings.steps.model(request, lambda: self._call_model(request))
+        async with contextlib.aclosing(items):
+            async for item in items:
+                if isinstance(item, ModelResponse):
+                    response = item
+                elif isinstance(item, ModelFailure):
+                    failure = item
+                else:
+                    if isinstance(item, RetryEvent):
+                        self.retries.append(item)
+                    yield item
+        if failure is not None:
+            raise self._model_error(failure.info, failure.attempts)
         assert response is not None
         if hooks.after_model is not None:
             changed = await self._hook("after_model", hooks.after_model, request, response.raw)
@@ -279,6 +279,30 @@ class Run:
             if changed is not None:
                 response = model.parse(changed)
         yield response
+
+    async def _call_model(self, request: ModelRequest) -> AsyncGenerator[ModelItem, None]:
+        """Make the model call under the retry policy (the model step of `Steps.model`).
+
+        Yields text pieces and `RetryEvent`s as they happen, then one `ModelResponse`, or a
+        `ModelFailure` when the call failed for good.
+        """
+        retries: list[RetryEvent] = []  # told by the retry policy before each wait
+        attempts = 0
+        failure: ErrorInfo | None = None
+        try:
+            async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
+                while retries:
+                    yield retries.pop(0)
+                with attempt:
+                    attempts += 1
+                    call = self.settings.model.call(request, stream=self.streaming)
+                    async with contextlib.aclosing(call) as items:
+                        async for item in items:
+                            yield item
+        except CallFailed as failed:
+            failure = failed.info
+        if failure is not None:  # outside the handler: the error chain stays empty
+            yield ModelFailure(failure, attempts)
 
     def _on_retry(
         self, request: ModelRequest, retries: list[RetryEvent]
@@ -297,7 +321,6 @@ class Run:
                 attempt + 1,
                 self.settings.retry.attempts,
             )
-            self.retries.append(retry)
             retries.append(retry)
 
         return on_retry
@@ -386,6 +409,23 @@ class Run:
         await self._checkpoint(result.pending)
         return DoneEvent(result)
 
+    async def _wait(self, pending: Request) -> Request | None:
+        """Wait through `Steps.wait` for the answers a turn's tools asked for.
+
+        Returns:
+            The request still unanswered (the run ends ``"pending"`` on it), or ``None``
+            when every answer came and the tools were re-run with them.
+        """
+        while True:
+            answer = await self.settings.steps.wait(pending)
+            if answer is None:
+                return pending
+            self.answer, self.prompt = answer, None  # the prompt was used up by turn one
+            still = await self._resume_pending()
+            if still is None:
+                return None
+            pending = still[0]
+
     async def _resume_pending(self) -> tuple[Request, ToolCall] | None:
         """Answer what a suspended transcript waits on; return what still waits, if any.
 
@@ -411,7 +451,7 @@ class Run:
             if index >= len(calls):
                 raise ConfigurationError("the history's pending function response has no call")
             source = calls[index]
-            call = ToolCall(source.name, source.args, source.id, 0, index)
+            call = ToolCall(source.name, source.args, source.id, self.turns, index)
             if answer is not None and answer.get("id") == request["id"]:
                 reply: Answer = answer
             elif self.settings.wait_for is not None:
@@ -422,7 +462,8 @@ class Run:
                 still = still or (request, call)
                 continue
             args, result = await run_call(self.settings, self._hook, call, (request, reply))
-            self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
+            record = ToolCallRecord(call.name, args, call.id, result, call.turn)
+            self._record_answered(record, request["id"])
             self.contents[-1] = replace_response(
                 self.contents[-1], index, function_response(result)
             )
@@ -430,6 +471,15 @@ class Run:
         if answered and still is None:
             await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
+
+    def _record_answered(self, record: ToolCallRecord, request_id: str) -> None:
+        """Record an answered call, in place of its suspended record when this run made it."""
+        for i, old in enumerate(self.tool_calls):
+            pending = old.result.pending
+            if pending is not None and pending["id"] == request_id:
+                self.tool_calls[i] = record
+                return
+        self.tool_calls.append(record)
 
     # -- transcript and result --------------------------------------------------------------
 
