@@ -1,4 +1,4 @@
-"""The ``toolnexus-agent`` command line: ``run``, ``chat``, ``tools``, ``batch``, ``demo``.
+"""The ``toolnexus-agent`` command line: run, chat, tools, batch, demo, worker, batch-status.
 
 Each subcommand is a module of this package with an ``add_parser`` function that declares
 its flags and a ``command`` function of the parsed arguments that returns the exit code.
@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agent.cli import batch, chat, demo, run, tools
+from agent.cli import batch, batch_status, chat, demo, run, tools, worker
 from agent.cli._exits import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
@@ -49,7 +49,7 @@ Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY a
 
 {EXIT_CODES_HELP}"""
 
-_SUBCOMMANDS = (run, chat, tools, batch, demo)
+_SUBCOMMANDS = (run, chat, tools, batch, demo, worker, batch_status)
 
 Command = Callable[[argparse.Namespace], int]
 

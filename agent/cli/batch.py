@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli._engine_flags import add_engine_flags
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
@@ -101,7 +102,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("tasks", metavar="TASKS", help="the tasks file (.yaml, .yml or .json)")
     parser.add_argument(
-        "--out", required=True, metavar="RESULTS.jsonl", help="where results are appended"
+        "--out",
+        metavar="RESULTS.jsonl",
+        help="where results are appended (required; with --engine dbos: wait for the "
+        "batch and write its results there)",
     )
     parser.add_argument(
         "--concurrency",
@@ -117,6 +121,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_engine_flags(parser)
     parser.set_defaults(command=command)
 
 
@@ -330,6 +335,12 @@ def command(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
     tasks = load_tasks(args.tasks)
+    if args.engine == "dbos":
+        from agent.cli._dbos_batch import submit
+
+        return submit(args, tasks)
+    if args.out is None:
+        raise CliError("batch: --out RESULTS.jsonl is required (or use --engine dbos)")
     err = sys.stderr
     own = check_toolkit_flags(args)
     system = read_system(args.system)

@@ -34,6 +34,7 @@ async def run_durably(
     *,
     history: Sequence[Mapping[str, Any]] | None = None,
     steps: DbosSteps | None = None,
+    publish: bool = True,
 ) -> RunResult:
     """Run ``agent``'s loop with DBOS steps; call it from inside a DBOS workflow.
 
@@ -46,6 +47,8 @@ async def run_durably(
         prompt: The user message.
         history: An earlier conversation to continue.
         steps: The DBOS steps to use (their answer timeout, rate-limit queue).
+        publish: Write the events to the stream (``False`` saves a database write per
+            event when nobody follows them).
 
     Returns:
         The run's `RunResult`.
@@ -57,11 +60,13 @@ async def run_durably(
     result: RunResult | None = None
     try:
         async for event in Run(settings, prompt, history, None).events():
-            await DBOS.write_stream_async(EVENTS_STREAM, event)
+            if publish:
+                await DBOS.write_stream_async(EVENTS_STREAM, event)
             if isinstance(event, DoneEvent):
                 result = event.result
     finally:
-        await DBOS.close_stream_async(EVENTS_STREAM)
+        if publish:
+            await DBOS.close_stream_async(EVENTS_STREAM)
     assert result is not None
     return result
 

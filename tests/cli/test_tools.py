@@ -79,7 +79,15 @@ def test_every_subcommand_has_help_with_examples(capsys: pytest.CaptureFixture[s
     assert "exit codes:" in top and "toolnexus-agent demo" in top
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert list(subparsers.choices) == ["run", "chat", "tools", "batch", "demo"]
+    assert list(subparsers.choices) == [
+        "run",
+        "chat",
+        "tools",
+        "batch",
+        "demo",
+        "worker",
+        "batch-status",
+    ]
     for name in subparsers.choices:
         with pytest.raises(SystemExit) as exc:
             main([name, "--help"])
