@@ -172,7 +172,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             dbos.register_queue(
                 model_queue,
                 limiter={"limit": args.rpm, "period": args.rpm_window},
-                polling_interval_sec=POLLING_INTERVAL / 4,
+                polling_interval_sec=POLLING_INTERVAL / 2,
                 on_conflict="always_update",
             )
         known = {

@@ -91,11 +91,11 @@ async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
         loop.add_signal_handler(signum, stop.set)
     async with open_agents(args, own) as (factory, toolkit):
         _dbos_batch.WorkerRuntime.current = _dbos_batch.WorkerRuntime(factory, toolkit)
-        # The lock first: from launch on, this worker may hold tasks.
+        with _dbos_batch.client(url):  # creates the database when it is new
+            pass
+        # The lock before launch: from launch on, this worker may hold tasks.
         liveness = _dbos_batch.hold_liveness(url, me)
         try:
-            with _dbos_batch.client(url):  # creates the database when it is new
-                pass
             DBOS(config=_dbos_batch.dbos_config(url, me))
             DBOS.launch()  # from the event loop: the tasks run on it, with its agents
             sys.stderr.write(f"worker {me} ready on {_dbos_batch.redact(url)}\n")
