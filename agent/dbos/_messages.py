@@ -32,10 +32,10 @@ async def _client(db: str | None) -> AsyncIterator[DBOSClient | None]:
 
 
 async def send(run_id: str, answer: Any, *, db: str | None = None) -> None:
-    """Answer the question a durable run waits on (now, or when it gets there).
+    """Answer the question a durable run waits on (now, or when it gets to it).
 
     Works from any process that reaches the database, before or after a restart: the
-    answer is stored with the run and delivered when it waits.
+    answer is stored with the run (which must have started) and delivered when it waits.
 
     Example::
 

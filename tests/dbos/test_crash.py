@@ -17,7 +17,8 @@ import pytest
 
 pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'")
 
-from agent.dbos import pending, send
+from agent.dbos import follow, pending, send
+from agent.events import Event
 from agent.testing import FakeGemini, function_call, reply
 from agent.testing._server import FakeServer
 from tests.dbos.conftest import PYTHON, env, kill, wait_until
@@ -124,3 +125,18 @@ def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: P
     assert len(fake.requests) == 2  # the question was not asked of the model again
     answered = fake.requests[1].function_responses[0]["response"]
     assert answered["isError"] is False and "yes" in answered["output"]
+    # Followed from here, a third process: each event once, across the kill and restart.
+    events = asyncio.run(_events("run-q", db))
+    assert [type(event).__name__ for event in events] == [
+        "UsageEvent",
+        "ToolCallEvent",
+        "ToolResultEvent",
+        "PendingEvent",
+        "TextEvent",
+        "UsageEvent",
+        "DoneEvent",
+    ]
+
+
+async def _events(run_id: str, db: str) -> list[Event]:
+    return [event async for event in follow(run_id, db=db)]
