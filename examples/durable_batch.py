@@ -33,7 +33,7 @@ from agent.testing import FakeGemini, function_call, reply
 REPO = Path(__file__).resolve().parents[1]
 
 
-@tn.define_tool
+@tn.define_tool(idempotent=True)  # a read: a crash may run it again
 def stock(item: str) -> str:
     """Return how many of an item are in stock."""
     return f"{item}: 12 in stock"

@@ -381,7 +381,11 @@ def _is_async(fn: _Fn) -> bool:
 
 
 def _make_tool(
-    fn: _Fn, name: str | None, description: str | None, caller: FrameType | None
+    fn: _Fn,
+    name: str | None,
+    description: str | None,
+    caller: FrameType | None,
+    idempotent: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -396,16 +400,29 @@ def _make_tool(
         input_schema=_LazySchema(spec),
         source="native",
         validate=spec.validate,
+        idempotent=idempotent,
     )
 
 
 @overload
-def define_tool(fn: _Fn, /, *, name: str | None = None, description: str | None = None) -> Tool: ...
+def define_tool(
+    fn: _Fn,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+) -> Tool: ...
 
 
 @overload
 def define_tool(
-    fn: None = None, /, *, name: str | None = None, description: str | None = None
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -415,6 +432,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -447,6 +465,8 @@ def define_tool(
         name: The tool's name; default: the function's ``__name__``.
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
+        idempotent: Running it twice with the same arguments does no more than once, so a
+            durable run cut off mid-call may run it again (see `Tool.idempotent`).
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -469,7 +489,7 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1))
+            return _make_tool(inner, name, description, sys._getframe(1), idempotent)
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1))
+    return _make_tool(fn, name, description, sys._getframe(1), idempotent)

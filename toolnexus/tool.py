@@ -165,6 +165,10 @@ class Tool:
     """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
     """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
+    idempotent: bool = False
+    """Running it twice with the same arguments does no more than running it once. A
+    durable run (``agent.dbos``) cut off by a crash while the tool ran runs it again only
+    when this is true; otherwise the model is told its effect is unknown."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))

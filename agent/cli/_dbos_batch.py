@@ -73,7 +73,7 @@ DEFAULT_DB = _engine_flags.DEFAULT_DB
 WORKER_PREFIX = "toolnexus-worker-"
 """The start of every worker's executor id (only such executors are recovered)."""
 
-POLLING_INTERVAL = 0.2
+POLLING_INTERVAL = 0.1
 """Seconds between two looks of a worker at a batch queue."""
 
 _BATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -138,6 +138,14 @@ def client(url: str) -> Iterator[DBOSClient]:
         dbos_client.destroy()
 
 
+def _engine(url: str) -> sa.Engine:
+    """Return an engine on the batch database (psycopg 3 for Postgres, as DBOS uses)."""
+    parsed = sa.make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return sa.create_engine(parsed)
+
+
 def queues(batch: str) -> tuple[str, str]:
     """Return the names of a batch's task queue and model-call queue."""
     return f"toolnexus-{batch}", f"toolnexus-{batch}-model"
@@ -181,27 +189,30 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                 workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
             )
         }
-        added = 0
-        for task in tasks:
-            workflow_id = f"{batch}:{task.id}"
-            if workflow_id in known:
-                continue
-            payload = {
-                "id": task.id,
-                "prompt": task.prompt,
-                "model": task.model or args.model,
-                "system": task.system if task.system is not None else system,
-                "max_turns": task.max_turns or args.max_turns,
-                "model_queue": model_queue if args.rpm is not None else None,
-            }
-            options: EnqueueOptions = {
-                "workflow_name": TASK_WORKFLOW,
-                "queue_name": task_queue,
-                "workflow_id": workflow_id,
-                "app_version": APP_VERSION,
-            }
-            dbos.enqueue(options, payload)
-            added += 1
+        todo = [task for task in tasks if f"{batch}:{task.id}" not in known]
+        # One transaction for the whole batch: it is enqueued entirely or not at all.
+        engine = _engine(url)
+        try:
+            with engine.begin() as connection:
+                for task in todo:
+                    payload = {
+                        "id": task.id,
+                        "prompt": task.prompt,
+                        "model": task.model or args.model,
+                        "system": task.system if task.system is not None else system,
+                        "max_turns": task.max_turns or args.max_turns,
+                        "model_queue": model_queue if args.rpm is not None else None,
+                    }
+                    options: EnqueueOptions = {
+                        "workflow_name": TASK_WORKFLOW,
+                        "queue_name": task_queue,
+                        "workflow_id": f"{batch}:{task.id}",
+                        "app_version": APP_VERSION,
+                    }
+                    dbos.enqueue_in_transaction(connection, options, payload)
+        finally:
+            engine.dispose()
+        added = len(todo)
     sys.stderr.write(
         f"batch {batch}: {added} tasks enqueued, {len(tasks) - added} already there; "
         f"database {redact(url)}\n"
@@ -317,8 +328,7 @@ class _PostgresLiveness:
 
     @classmethod
     def hold(cls, url: str, executor: str) -> _PostgresLiveness:
-        engine = sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"))
-        connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        connection = _engine(url).connect().execution_options(isolation_level="AUTOCOMMIT")
         connection.execute(
             sa.text("SELECT pg_advisory_lock(:space, hashtext(:id))"),
             {"space": cls._SPACE, "id": executor},

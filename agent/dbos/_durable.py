@@ -43,7 +43,8 @@ async def run_durably(
     workflow's ``toolnexus.events`` stream as it happens.
 
     Args:
-        agent: The agent to run (its ``wait_for`` is not used: questions wait for `send`).
+        agent: The agent to run (its ``wait_for`` is not used: questions wait for `send`;
+            its toolkit's `Tool.idempotent` says which tools a crash may run twice).
         prompt: The user message.
         history: An earlier conversation to continue.
         steps: The DBOS steps to use (their answer timeout, rate-limit queue).
@@ -56,7 +57,9 @@ async def run_durably(
     Raises:
         RunError: As `Agent.run` raises it.
     """
-    settings = dataclasses.replace(agent._settings, steps=steps or DbosSteps(), wait_for=None)
+    steps = steps or DbosSteps()
+    steps.toolkit = agent.toolkit  # whose tools say whether they are idempotent
+    settings = dataclasses.replace(agent._settings, steps=steps, wait_for=None)
     result: RunResult | None = None
     try:
         async for event in Run(settings, prompt, history, None).events():
@@ -98,13 +101,20 @@ class DurableAgent:
         name: A name unique in the application; the workflow is ``toolnexus.agent.NAME``.
         answer_timeout: Seconds a run waits for an answer sent with `agent.dbos.send`
             before it ends ``"pending"`` (a week by default).
+        events: Write each event to the run's stream, for `agent.dbos.follow` (one
+            database write per event; ``False`` saves them when nobody follows).
 
     Raises:
         ConfigurationError: Another `DurableAgent` already has this name.
     """
 
     def __init__(
-        self, agent: Agent, *, name: str, answer_timeout: float = DEFAULT_ANSWER_TIMEOUT
+        self,
+        agent: Agent,
+        *,
+        name: str,
+        answer_timeout: float = DEFAULT_ANSWER_TIMEOUT,
+        events: bool = True,
     ) -> None:
         if name in _names:
             raise ConfigurationError(f"a DurableAgent named {name!r} already exists")
@@ -115,12 +125,16 @@ class DurableAgent:
         """The name the workflow is registered under (after ``toolnexus.agent.``)."""
         self.answer_timeout = answer_timeout
         """Seconds a run waits for an answer."""
+        self.events = events
+        """Whether runs write their events for `agent.dbos.follow`."""
 
         async def workflow(
             prompt: str | None, history: list[dict[str, Any]] | None = None
         ) -> RunResult:
             steps = DbosSteps(answer_timeout=self.answer_timeout)
-            return await run_durably(self.agent, prompt, history=history, steps=steps)
+            return await run_durably(
+                self.agent, prompt, history=history, steps=steps, publish=self.events
+            )
 
         workflow.__qualname__ = workflow.__name__ = f"toolnexus_agent_{name}"
         self._workflow = DBOS.workflow(name=f"toolnexus.agent.{name}")(workflow)

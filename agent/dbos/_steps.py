@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, StepReservation
 
 from agent._steps import ModelItem, Steps, ToolStep
+from toolnexus import ToolResult
 
 if TYPE_CHECKING:
     from agent.events import ToolCall
     from agent.hooks import ModelRequest
-    from toolnexus import Answer, Request, ToolResult
+    from toolnexus import Answer, Request, Toolkit
 
 __all__ = ["ANSWER_TOPIC", "PENDING_EVENT", "DbosSteps"]
 
@@ -44,6 +45,8 @@ class DbosSteps(Steps):
         model_queue: A rate-limited DBOS queue every model call waits its turn on (one
             tiny workflow per call), so a requests-per-minute budget holds across
             processes; ``None`` calls the model at once.
+        toolkit: The run's tools: a tool not declared idempotent that a crash cut off is
+            not run again (the model is told its effect is unknown).
     """
 
     def __init__(
@@ -51,9 +54,12 @@ class DbosSteps(Steps):
         *,
         answer_timeout: float = DEFAULT_ANSWER_TIMEOUT,
         model_queue: str | None = None,
+        toolkit: Toolkit | None = None,
     ) -> None:
         self.answer_timeout = answer_timeout
         self.model_queue = model_queue
+        self.toolkit = toolkit
+        """The run's tools, for their `Tool.idempotent` declarations."""
 
     def model(
         self, request: ModelRequest, call: Callable[[], AsyncGenerator[ModelItem, None]]
@@ -81,17 +87,27 @@ class DbosSteps(Steps):
 
     def tool(self, call: ToolCall) -> ToolStep:
         # Numbered now, in call order: the concurrent calls of a turn may reach their tool
-        # in any order (hooks, slow arguments), but each keeps its own step.
+        # in any order (hooks, slow arguments), but each keeps its own steps.
+        tool = self.toolkit.get(call.name) if self.toolkit is not None else None
+        begin = None if tool is None or tool.idempotent else DBOS.reserve_step()
         reservation: StepReservation | None = DBOS.reserve_step()
         name = f"toolnexus.tool:{call.name}"
 
         async def run(execute: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
-            nonlocal reservation
+            nonlocal reservation, begin
             if reservation is None:  # a second execution of the same call
                 reservation = DBOS.reserve_step()
             current, reservation = reservation, None
+            began = _PROCESS
+            if begin is not None:
+                # Recorded before the tool runs: a replay that finds it from another process
+                # but no result knows the tool was cut off mid-call.
+                began = await begin.run_async({"name": f"{name}:begin"}, _process)
+                begin = None
 
             async def tool_call() -> ToolResult:
+                if began != _PROCESS:
+                    return _cut_off(call.name)
                 return await execute()
 
             return await current.run_async({"name": name}, tool_call)
@@ -115,6 +131,23 @@ class DbosSteps(Steps):
 
 def _random_id() -> str:
     return uuid.uuid4().hex
+
+
+_PROCESS = uuid.uuid4().hex
+"""This process, as the begin marker of a non-idempotent tool records it."""
+
+
+def _process() -> str:
+    return _PROCESS
+
+
+def _cut_off(name: str) -> ToolResult:
+    return ToolResult(
+        f"The tool {name!r} was cut off by a crash before it finished, and it is not run "
+        "again because it is not declared idempotent: whether it took effect is unknown. "
+        "Check before calling it again.",
+        is_error=True,
+    )
 
 
 def as_answer(message: Any, request: Request) -> Answer:

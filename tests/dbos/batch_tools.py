@@ -1,7 +1,8 @@
 """The tool the distributed-batch tests give their workers (``--tools``).
 
-``work`` appends ``PID start N`` and ``PID end N`` to ``$WORK/ran.log``; in a worker
-started with ``BLOCK_TOOLS=1`` it never ends (that worker is the one the test kills).
+``work`` (declared idempotent) appends ``PID start N`` and ``PID end N`` to
+``$WORK/ran.log``; in a worker started with ``BLOCK_TOOLS=1`` it never ends (that worker
+is the one the test kills).
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import os
 import time
 from pathlib import Path
 
+from toolnexus import define_tool
+
 
 def _log(line: str) -> None:
     with (Path(os.environ["WORK"]) / "ran.log").open("a", encoding="utf-8") as file:
         file.write(f"{os.getpid()} {line}\n")
 
 
+@define_tool(idempotent=True)  # a crash may run it again: the test counts on that
 def work(task: int) -> str:
     """Do the work of one task."""
     _log(f"start {task}")

@@ -4,7 +4,8 @@
 JSON; ``resume RUN_ID`` launches DBOS (which recovers the killed run) and prints the
 result once it finishes. The fake Gemini's URL, the database URL and a work directory come
 from the environment (``FAKE_URL``, ``DB_URL``, ``WORK``). Each tool appends ``start`` and
-``end`` lines to ``WORK/ran.log``; ``slow`` waits for the file ``WORK/gate`` to exist.
+``end`` lines to ``WORK/ran.log``; ``slow`` (idempotent) and ``charge`` (not) wait for
+the file ``WORK/gate`` to exist.
 """
 
 from __future__ import annotations
@@ -37,18 +38,31 @@ def note(text: str) -> str:
     return f"noted {text}"
 
 
-@tn.define_tool
-async def slow(text: str) -> str:
-    """Take a while: until the gate file exists."""
-    _log(f"start slow {text}")
+async def _gate() -> None:
     while not (WORK / "gate").exists():
         await asyncio.sleep(0.02)
+
+
+@tn.define_tool(idempotent=True)
+async def slow(text: str) -> str:
+    """Take a while (until the gate file exists); running it twice does no harm."""
+    _log(f"start slow {text}")
+    await _gate()
     _log(f"end slow {text}")
     return f"slow {text} done"
 
 
+@tn.define_tool
+async def charge(amount: int) -> str:
+    """Charge the card (until the gate file exists); running it twice charges twice."""
+    _log(f"start charge {amount}")
+    await _gate()
+    _log(f"end charge {amount}")
+    return f"charged {amount}"
+
+
 agent = Agent(
-    toolkit=tn.build(root=WORK, tools=[note, slow]),
+    toolkit=tn.build(root=WORK, tools=[note, slow, charge]),
     api_key="test-key-not-a-secret",
     base_url=os.environ["FAKE_URL"],
 )

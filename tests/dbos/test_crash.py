@@ -42,14 +42,14 @@ def _finish(command: list[str], environ: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def test_a_run_killed_in_a_slow_tool_resumes_without_repeating_finished_work(
+def test_a_run_killed_in_slow_tools_resumes_without_repeating_finished_work(
     tmp_path: Path,
 ) -> None:
     db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
     fake = FakeGemini(
         [
             reply(function_call("note", {"text": "one"})),
-            reply(function_call("slow", {"text": "two"})),
+            reply(function_call("slow", {"text": "two"}), function_call("charge", {"amount": 5})),
             "All done.",
         ]
     )
@@ -63,7 +63,10 @@ def test_a_run_killed_in_a_slow_tool_resumes_without_repeating_finished_work(
             text=True,
         )
         try:
-            wait_until(lambda: "start slow two" in _ran(tmp_path), "the slow tool to start")
+            wait_until(
+                lambda: {"start slow two", "start charge 5"} <= set(_ran(tmp_path)),
+                "both slow tools to start",
+            )
         finally:
             kill(first)
         assert len(fake.requests) == 2  # killed after its second model call
@@ -73,16 +76,17 @@ def test_a_run_killed_in_a_slow_tool_resumes_without_repeating_finished_work(
     # No model call was made twice: three requests, one per turn, each one turn longer.
     assert [len(r.contents) for r in fake.requests] == [1, 3, 5]
     fake.assert_consumed()
-    # The finished tool ran once; the one cut off mid-call ran again and finished once.
-    assert _ran(tmp_path) == [
-        "start note one",
-        "end note one",
-        "start slow two",
-        "start slow two",
-        "end slow two",
-    ]
-    sent = fake.requests[2].function_responses[0]["response"]
-    assert sent == {"output": "slow two done", "isError": False}
+    # The finished tool ran once. Of the two cut off mid-call, the idempotent one ran again
+    # and finished; the other was not run again, and the model was told so.
+    ran = _ran(tmp_path)
+    assert ran[:2] == ["start note one", "end note one"]
+    assert sorted(ran[2:]) == ["end slow two", "start charge 5", "start slow two", "start slow two"]
+    slow, charge = (r["response"] for r in fake.requests[2].function_responses)
+    assert slow == {"output": "slow two done", "isError": False}
+    assert charge["isError"] is True
+    assert (
+        "cut off by a crash" in charge["output"] and "not declared idempotent" in charge["output"]
+    )
 
 
 def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: Path) -> None:

@@ -765,3 +765,18 @@ def test_two_hundred_definitions_are_cheap() -> None:
     assert len(tn.toolkit(tools)) == 200
     # Measured at about 20 ms; building the pydantic models up front took about 400 ms.
     assert best < 0.2, f"200 definitions took {best * 1000:.0f} ms"
+
+
+def test_a_tool_declares_itself_idempotent_or_not() -> None:
+    @define_tool(idempotent=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        return str(amount)
+
+    assert lookup.idempotent is True
+    assert define_tool(pay).idempotent is False
+    assert Tool("t", lambda args, context: "").idempotent is False
