@@ -37,6 +37,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 from agent.cli import _engine_flags
 from agent.cli._exits import EXIT_OK, CliError
 from agent.cli._options import read_system
+from agent.cli._records import crashed_record, result_record
 from agent.dbos import DbosSteps, run_durably
 from agent.errors import RunError
 
@@ -267,7 +268,6 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     # A question gets no answer in a batch: the task ends "pending", as in the local runner.
     steps = DbosSteps(answer_timeout=0, model_queue=task["model_queue"])
     start = await steps.now()
-    record: dict[str, Any] = {"id": task["id"], "status": "failed", "text": "", "usage": None}
     try:
         agent = runtime.agent_for(task)
         result = await run_durably(agent, task["prompt"], steps=steps, publish=False)
@@ -275,25 +275,9 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     except RunError as exc:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
-        duration = round(await steps.now() - start, 3)
-        record.update(turns=0, duration=duration, model=task["model"] or runtime.factory.model)
-        record.update(tool_calls=0, reason=None, limit=None)
-        record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
-        return record
-    record.update(
-        status="failed" if error else result.status,
-        text=result.text,
-        usage=result.usage.to_dict(),
-        turns=result.turns,
-        duration=round(await steps.now() - start, 3),
-        model=result.model,
-        tool_calls=len(result.tool_calls),
-        reason=result.reason,
-        limit=result.limit,
-    )
-    if error:
-        record["error"] = error
-    return record
+        model = task["model"] or runtime.factory.model
+        return crashed_record(task["id"], model, exc, await steps.now() - start)
+    return result_record(task["id"], result, error, await steps.now() - start)
 
 
 batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)

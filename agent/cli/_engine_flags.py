@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["DEFAULT_DB", "add_engine_flags"]
+__all__ = ["DEFAULT_DB", "add_db_flag", "add_engine_flags"]
 
 DEFAULT_DB = "sqlite:///toolnexus-batch.sqlite"
 """The batch database without ``--db``: a SQLite file in the current directory."""
@@ -20,12 +20,7 @@ def add_engine_flags(parser: argparse.ArgumentParser) -> None:
         help="local: run here into --out (default); dbos: enqueue the tasks for "
         "`toolnexus-agent worker` processes",
     )
-    group.add_argument(
-        "--db",
-        metavar="URL",
-        help=f"the DBOS database: postgresql://USER:PASSWORD@HOST/DB for workers on "
-        f"several machines (default: {DEFAULT_DB})",
-    )
+    add_db_flag(group)
     group.add_argument(
         "--name",
         metavar="BATCH",
@@ -51,4 +46,14 @@ def add_engine_flags(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="the window --rpm counts in: N requests per this many seconds (default: 60; "
         "shorter spreads them more evenly)",
+    )
+
+
+def add_db_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Declare ``--db``: the database of the distributed batches."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help=f"the DBOS database: postgresql://USER:PASSWORD@HOST/DB for workers on "
+        f"several machines (default: {DEFAULT_DB})",
     )

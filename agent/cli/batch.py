@@ -25,6 +25,7 @@ from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._printer import describe_retry
+from agent.cli._records import crashed_record, result_record
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import RunError
 
@@ -418,28 +419,13 @@ async def _run_task(
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     start = time.monotonic()
-    record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
         result = await agent_for(task).run(task.prompt)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
-        record.update(turns=0, duration=round(time.monotonic() - start, 3))
-        record.update(model=task.model or default_model, tool_calls=0, reason=None, limit=None)
-        record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
-        return record, ()
-    record.update(
-        status="failed" if error else result.status,
-        text=result.text,
-        usage=result.usage.to_dict(),
-        turns=result.turns,
-        duration=round(time.monotonic() - start, 3),
-        model=result.model,
-        tool_calls=len(result.tool_calls),
-        reason=result.reason,
-        limit=result.limit,
-    )
-    if error:
-        record["error"] = error
+        model = task.model or default_model
+        return crashed_record(task.id, model, exc, time.monotonic() - start), ()
+    record = result_record(task.id, result, error, time.monotonic() - start)
     return record, result.retries

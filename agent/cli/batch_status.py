@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli._engine_flags import add_db_flag
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, EXIT_PENDING
+from agent.cli._records import crashed_record
 
 if TYPE_CHECKING:
     from dbos import DBOSClient, WorkflowStatus
@@ -49,11 +51,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="the DBOS database of the batches (default: sqlite:///toolnexus-batch.sqlite)",
-    )
+    add_db_flag(parser)
     parser.add_argument("--name", metavar="BATCH", help="only this batch (default: all)")
     parser.add_argument(
         "--wait", action="store_true", help="follow the progress until every task finished"
@@ -173,20 +171,7 @@ def _record(task_id: str, status: WorkflowStatus) -> dict[str, Any]:
     """Return the result line of a finished task (a failed line when its workflow raised)."""
     if status.status == "SUCCESS" and isinstance(status.output, dict):
         return status.output
-    error = status.error or status.status.lower()
-    return {
-        "id": task_id,
-        "status": "failed",
-        "text": "",
-        "usage": None,
-        "turns": 0,
-        "duration": 0.0,
-        "model": None,
-        "tool_calls": 0,
-        "reason": None,
-        "limit": None,
-        "error": f"{type(error).__name__}: {error}" if isinstance(error, Exception) else error,
-    }
+    return crashed_record(task_id, None, status.error or status.status.lower(), 0.0)
 
 
 def _write(path: str, records: Sequence[dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from agent.cli._engine_flags import add_db_flag
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_OK
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
@@ -51,11 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="the DBOS database of the batches (default: sqlite:///toolnexus-batch.sqlite)",
-    )
+    add_db_flag(parser)
     parser.add_argument(
         "--recover-every",
         type=float,

@@ -30,6 +30,17 @@ def _app(server: FakeServer, db: str, work: Path) -> dict[str, str]:
     return env(FAKE_URL=server.base_url, DB_URL=db, WORK=str(work))
 
 
+def _start(environ: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """Start the app in the background, its output discarded (it is killed)."""
+    return subprocess.Popen(
+        [PYTHON, APP, *args],
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
 def _ran(work: Path) -> list[str]:
     log = work / "ran.log"
     return log.read_text("utf-8").splitlines() if log.exists() else []
@@ -55,13 +66,7 @@ def test_a_run_killed_in_slow_tools_resumes_without_repeating_finished_work(
     )
     with fake.serve() as server:
         environ = _app(server, db, tmp_path)
-        first = subprocess.Popen(
-            [PYTHON, APP, "start", "run-1", "Do the two things."],
-            env=environ,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        first = _start(environ, "start", "run-1", "Do the two things.")
         try:
             wait_until(
                 lambda: {"start slow two", "start charge 5"} <= set(_ran(tmp_path)),
@@ -95,13 +100,7 @@ def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: P
     fake = FakeGemini([reply(function_call("question", question)), "Shipped."])
     with fake.serve() as server:
         environ = _app(server, db, tmp_path)
-        first = subprocess.Popen(
-            [PYTHON, APP, "start", "run-q", "Ship the release."],
-            env=environ,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        first = _start(environ, "start", "run-q", "Ship the release.")
         try:
             asked = asyncio.run(pending("run-q", db=db, wait=60))
         finally:
