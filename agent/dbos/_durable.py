@@ -67,6 +67,9 @@ async def run_durably(
                 await DBOS.write_stream_async(EVENTS_STREAM, event)
             if isinstance(event, DoneEvent):
                 result = event.result
+    except AgentError as error:
+        copyreg.pickle(type(error), _reduce)  # DBOS stores it pickled
+        raise
     finally:
         if publish:
             await DBOS.close_stream_async(EVENTS_STREAM)
@@ -197,7 +200,9 @@ class DurableAgent:
 
 
 # DBOS stores a workflow's exception by pickling it; the agent's errors take keyword-only
-# arguments, which plain pickling cannot rebuild, so they are rebuilt from their state.
+# arguments, which plain pickling cannot rebuild, so they are rebuilt from their state
+# (the process that reads the error back needs nothing registered: `_rebuild` is named in
+# the pickle).
 
 
 def _rebuild(cls: type[AgentError], args: tuple[Any, ...], state: dict[str, Any]) -> AgentError:
@@ -209,14 +214,3 @@ def _rebuild(cls: type[AgentError], args: tuple[Any, ...], state: dict[str, Any]
 
 def _reduce(error: AgentError) -> tuple[Any, ...]:
     return _rebuild, (type(error), error.args, dict(error.__dict__))
-
-
-def _all_subclasses(cls: type[AgentError]) -> list[type[AgentError]]:
-    found = [cls]
-    for sub in cls.__subclasses__():
-        found.extend(_all_subclasses(sub))
-    return found
-
-
-for _cls in _all_subclasses(AgentError):
-    copyreg.pickle(_cls, _reduce)
