@@ -35,7 +35,10 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
+    from agent._compaction import Compaction
+    from agent._cost import Cost
     from agent._declarations import DeclarationProblem
+    from agent._limits import UsageLimits
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
@@ -59,6 +62,9 @@ _LAZY = {
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
+    "Cost": "agent._cost",
+    "UsageLimits": "agent._limits",
+    "Compaction": "agent._compaction",
 }
 
 
@@ -79,7 +85,9 @@ __all__ = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "Compaction",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "HookError",
@@ -99,5 +107,6 @@ __all__ = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
 ]

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._client import ClientSettings
+from agent._compaction import Compaction
+from agent._cost import price_table
 from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._limits import UsageLimits
 from agent._loop import Checkpoint, Run, Settings, WaitFor
 from agent._model import GeminiModel
 from agent._retry import RetryPolicy
+from agent._tracing import RunTrace
 from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
 from agent.events import DoneEvent, Event
 from agent.hooks import Hooks
-from toolnexus import Answer, Toolkit, skills_prompt
+from toolnexus import Answer, ConfigError, Toolkit, skills_prompt
 
 if TYPE_CHECKING:
     import httpx
@@ -82,6 +87,9 @@ class Agent:
         repeat_limit: int = 3,
         invalid_tools: Literal["skip", "raise"] = "skip",
         store: Store | None = None,
+        usage_limits: UsageLimits | None = None,
+        compaction: Compaction | Literal[False] | None = None,
+        skills_catalog_chars: int | None = 20_000,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -107,14 +115,27 @@ class Agent:
             retry: How failed model calls are retried (`RetryPolicy()` by default).
             config: More ``GenerateContentConfig`` fields (``temperature``,
                 ``thinking_config``, ...).
-            tool_timeout: Seconds per tool call; ``None`` for no limit.
+            tool_timeout: Seconds per tool call; ``None`` for no limit beyond each
+                tool's own ``Tool.timeout``.
             deadline: Seconds for a whole run; ``None`` for no limit.
             malformed_retries: Re-asks after a malformed or unexpected function call.
             empty_retries: Re-asks after an empty response.
-            repeat_limit: Turns in a row with the very same calls before the run is stopped.
+            repeat_limit: Turns in a row with the very same calls, which kept returning the
+                very same results, before the run is stopped.
             invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
                 `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
             store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
+            usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
+                a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
+                ``run``/``stream`` take their own for one run.
+            compaction: When to compact a long transcript before a model call (prune old
+                large tool results, then summarise older exchanges). ``None`` (the
+                default) compacts ``session=`` runs with `Compaction()` and leaves other
+                runs' history as given; a `Compaction` applies to every run; ``False``
+                never compacts.
+            skills_catalog_chars: Size cap of the skills catalog in the system instruction
+                (characters; ``None``: no cap). Past it, the catalog says how many skills
+                it left out and how the model finds one by name.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
@@ -129,6 +150,7 @@ class Agent:
         self.deadline = deadline
         """Seconds for a whole run, or ``None``."""
         self._store = store
+        self._compaction = compaction
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
         """What the pre-flight check found wrong with the toolkit's declarations."""
@@ -141,7 +163,11 @@ class Agent:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
         """The function declarations sent with every request."""
-        self.system_instruction = system_instruction(system_prompt, skills_prompt(self.toolkit))
+        try:
+            catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
+        except ConfigError as exc:
+            raise ConfigurationError(f"skills_catalog_chars: {exc}") from None
+        self.system_instruction = system_instruction(system_prompt, catalog)
         """The system instruction sent with every request (``None`` when empty)."""
         self._model = GeminiModel.build(
             model,
@@ -162,6 +188,7 @@ class Agent:
             retry=retry or RetryPolicy(),
             limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
             tool_timeout=tool_timeout,
+            usage_limits=_check_limits(model, usage_limits),
         )
 
     def __repr__(self) -> str:
@@ -174,6 +201,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run the loop on ``prompt`` until the model answers or a limit is hit.
 
@@ -197,6 +225,7 @@ class Agent:
             answer: The answer ``{"id": request id, "ok": True, "data": ...}`` to the
                 request a pending history waits on.
             session: The name of a conversation kept in the agent's ``store``.
+            usage_limits: Limits for this run, instead of the agent's.
 
         Returns:
             The `RunResult`: ``"completed"``, ``"pending"``, ``"blocked"`` or
@@ -209,9 +238,12 @@ class Agent:
             ConfigurationError: No prompt and no history, both ``history`` and ``session``,
                 a bad history, or an ``answer`` the history does not wait for.
             SessionBusyError: Another run holds the same session.
+            TypeError: ``prompt`` is not a ``str``.
         """
         result: RunResult | None = None
-        events = self._events(prompt, history, answer, session, streaming=False)
+        events = self._events(
+            prompt, history, answer, session, streaming=False, usage_limits=usage_limits
+        )
         async with contextlib.aclosing(events):
             async for event in events:
                 if isinstance(event, DoneEvent):
@@ -226,6 +258,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> RunResult:
         """Run from synchronous code: `run` on a new event loop, with the same arguments.
 
@@ -249,7 +282,13 @@ class Agent:
 
         async def run_then_release() -> RunResult:
             try:
-                return await self.run(prompt, history=history, answer=answer, session=session)
+                return await self.run(
+                    prompt,
+                    history=history,
+                    answer=answer,
+                    session=session,
+                    usage_limits=usage_limits,
+                )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
                 await self._model.release_connections()
@@ -263,6 +302,7 @@ class Agent:
         history: Sequence[Mapping[str, Any] | Any] | None = None,
         answer: Answer | None = None,
         session: str | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events as they happen; the last one is `DoneEvent` with the result.
 
@@ -290,7 +330,9 @@ class Agent:
             RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
                 ``SessionBusyError`` as for `run`.
         """
-        return self._events(prompt, history, answer, session, streaming=True)
+        return self._events(
+            prompt, history, answer, session, streaming=True, usage_limits=usage_limits
+        )
 
     @property
     def store(self) -> Store:
@@ -309,16 +351,34 @@ class Agent:
         session: str | None,
         *,
         streaming: bool,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Yield the run's events under its session (if any) and its deadline (if any)."""
         if session is not None and history is not None:
             raise ConfigurationError("pass either history= or session=, not both")
-        async with self._session(session) as (saved, save):
-            run = Run(self._settings, prompt, saved or history, answer, save, streaming=streaming)
+        settings = self._settings_for(session)
+        if usage_limits is not None:
+            settings = dataclasses.replace(
+                settings, usage_limits=_check_limits(self.model, usage_limits)
+            )
+        async with self._session(session) as (saved, save, archive):
+            trace = RunTrace(
+                self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
+            )
+            run = Run(
+                settings,
+                prompt,
+                saved or history,
+                answer,
+                save,
+                streaming=streaming,
+                trace=trace,
+                archive=archive,
+            )
             events = run.events()
             deadline = self.deadline
             when = None if deadline is None else asyncio.get_running_loop().time() + deadline
-            async with contextlib.aclosing(events):
+            async with contextlib.aclosing(events), trace:
                 while True:
                     try:
                         async with asyncio.timeout_at(when) as scope:
@@ -332,29 +392,90 @@ class Agent:
                             f"the run passed its deadline of {deadline:g} s",
                             result=run.result("incomplete", reason="deadline"),
                         ) from None
+                    if isinstance(event, DoneEvent):
+                        trace.finish(event.result)
                     yield event
+
+    def _settings_for(self, session: str | None) -> Settings:
+        """Return the agent's settings with the compaction that applies to this run."""
+        compaction = self._compaction
+        if compaction is None:
+            compaction = Compaction() if session is not None else False
+        if compaction is False:
+            return self._settings
+        return dataclasses.replace(self._settings, compaction=compaction)
+
+    async def compact(
+        self,
+        history: Sequence[Mapping[str, Any] | Any] | None = None,
+        *,
+        session: str | None = None,
+    ) -> RunResult:
+        """Compact a conversation now, whatever its size (see `Compaction`).
+
+        For callers who keep the history themselves: prune old large tool results and
+        replace the older exchanges by a model-written summary, keeping the most recent
+        ``keep_recent_turns`` exchanges verbatim. A ``session`` is compacted in its store,
+        with the replaced Contents appended to its archive.
+
+        Example::
+
+            result = await agent.compact(history)
+            history = result.contents
+
+        Args:
+            history: The conversation (``result.contents`` of earlier runs).
+            session: Or the name of a conversation kept in the agent's ``store``.
+
+        Returns:
+            A ``"completed"`` `RunResult` whose ``contents`` are the compacted transcript
+            and whose ``usage`` and ``cost`` are the summary call's.
+
+        Raises:
+            ConfigurationError: Neither or both of ``history`` and ``session``.
+            ModelError: The summary call failed.
+        """
+        if (history is None) == (session is None):
+            raise ConfigurationError("compact() needs history= or session=, one of them")
+        compaction = self._compaction or Compaction()
+        settings = dataclasses.replace(self._settings, compaction=compaction)
+        async with self._session(session) as (saved, save, archive):
+            run = Run(settings, None, saved or history, None, save, archive=archive)
+            async for _ in run.compact(force=True):
+                pass
+            await run._checkpoint(None)
+            return run.result("completed")
 
     @contextlib.asynccontextmanager
     async def _session(
         self, session: str | None
-    ) -> AsyncIterator[tuple[list[dict[str, Any]] | None, Checkpoint | None]]:
-        """Hold ``session``'s lock; give its saved transcript and how to save it again."""
+    ) -> AsyncIterator[
+        tuple[list[dict[str, Any]] | None, Checkpoint | None, list[dict[str, Any]] | None]
+    ]:
+        """Hold ``session``'s lock; give its transcript, how to save it, and its archive."""
         if session is None:
-            yield None, None
+            yield None, None, None
             return
         from agent._session_lock import session_lock
         from agent._transcript import Transcript
 
         store = self.store
 
+        archive: list[dict[str, Any]] = []
+
         async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
             request = {"request": dict(pending)} if pending is not None else None
-            transcript = Transcript(contents, pending=request, metadata={"model": self.model})
+            metadata: dict[str, Any] = {"model": self.model}
+            if archive:  # what compaction replaced: kept, so nothing is lost
+                metadata["archive"] = archive
+            transcript = Transcript(contents, pending=request, metadata=metadata)
             await store.save(session, transcript)
 
         async with session_lock(store, session):
             saved = await store.get(session)
-            yield (saved.contents if saved else None), save
+            if saved is not None:
+                archive.extend(saved.metadata.get("archive") or [])
+            yield (saved.contents if saved else None), save, archive
 
     async def aclose(self) -> None:
         """Close the HTTP client the agent created (a supplied one is left open)."""
@@ -378,3 +499,12 @@ def _check_options(
         raise ConfigurationError(f"repeat_limit must be at least 2, got {repeat_limit}")
     if invalid not in ("skip", "raise"):
         raise ConfigurationError(f"invalid_tools must be 'skip' or 'raise', got {invalid!r}")
+
+
+def _check_limits(model: str, limits: UsageLimits | None) -> UsageLimits | None:
+    if limits is not None and limits.cost_usd is not None and price_table().lookup(model) is None:
+        raise ConfigurationError(
+            f"UsageLimits(cost_usd=...) needs a price for {model!r}, and the price table has "
+            "none; limit tokens instead"
+        )
+    return limits

@@ -19,7 +19,7 @@ from google.genai import errors as genai_errors
 from agent._client import scrub
 from agent._retry import ErrorInfo
 
-__all__ = ["RETRYABLE_CODES", "translate"]
+__all__ = ["RETRYABLE_CODES", "translate", "unreadable"]
 
 RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
@@ -49,10 +49,46 @@ def _describe(exc: BaseException) -> ErrorInfo | None:
     if isinstance(exc, httpx.TimeoutException):
         return ErrorInfo(None, "TIMEOUT", f"{type(exc).__name__}: {exc}", retryable=True)
     if isinstance(exc, httpx.TransportError):
-        return ErrorInfo(None, "NETWORK_ERROR", f"{type(exc).__name__}: {exc}", retryable=True)
+        return ErrorInfo(None, "NETWORK_ERROR", _network_message(exc), retryable=True)
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         return ErrorInfo(None, "UNKNOWN_RESPONSE", str(exc), retryable=False)
+    if isinstance(exc, RecursionError | ValueError):
+        # The SDK could not decode, validate or re-encode what the model sent (a reply that
+        # is not JSON, or nested too deeply for Python to walk): the reply is unusable.
+        return unreadable(exc)
     return None
+
+
+def _network_message(exc: httpx.TransportError) -> str:
+    """Say what failed, against which host, and what to check: one line."""
+    try:
+        host = exc.request.url.host
+    except RuntimeError:  # an error raised without its request
+        host = ""
+    detail = str(exc).splitlines()[0] if str(exc) else "no detail"
+    target = f"could not reach {host}" if host else "the connection failed"
+    return (
+        f"{target} ({type(exc).__name__}: {detail}); check the network connection, "
+        "a proxy (HTTPS_PROXY) and the endpoint (base_url= or GOOGLE_GEMINI_BASE_URL)"
+    )
+
+
+def unreadable(exc: BaseException) -> ErrorInfo:
+    """Describe a model reply that could not be read (not retried: it is the model's output).
+
+    Args:
+        exc: What decoding or checking the reply raised.
+
+    Returns:
+        The failure, with status ``"UNKNOWN_RESPONSE"``.
+    """
+    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return ErrorInfo(
+        None,
+        "UNKNOWN_RESPONSE",
+        f"the model's reply could not be read ({type(exc).__name__}: {detail})",
+        retryable=False,
+    )
 
 
 def _api_error(exc: genai_errors.APIError) -> ErrorInfo:

@@ -9,9 +9,9 @@ The finish-reason policy, in order:
 4. Any other reason except ``STOP`` (the safety family, ``RECITATION``, ``OTHER``, ...):
    the output was withheld or stopped (``BLOCKED`` with that reason).
 5. Function calls present: run them (``CALLS``).
-6. Visible text present: the answer (``FINAL``).
-7. Nothing usable (no text, no calls, or no candidate at all): ``EMPTY``; the loop asks
-   again a bounded number of times.
+6. Visible text or data parts (an image, a file) present: the answer (``FINAL``).
+7. Nothing usable (no text, no data, no calls, or no candidate at all): ``EMPTY``; the loop
+   asks again a bounded number of times.
 """
 
 from __future__ import annotations
@@ -59,6 +59,6 @@ def classify(response: ModelResponse) -> Classification:
         return Classification(Kind.BLOCKED, finish)
     if response.calls:
         return Classification(Kind.CALLS)
-    if response.text.strip():
+    if response.text.strip() or response.media:
         return Classification(Kind.FINAL)
     return Classification(Kind.EMPTY)

@@ -18,6 +18,7 @@ from toolnexus import Request
 __all__ = [
     "Config",
     "Content",
+    "check_prompt",
     "function_responses",
     "make_config",
     "pending_requests",
@@ -82,6 +83,19 @@ def make_config(
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise ConfigurationError(f"Invalid generation config: {exc}") from None
+
+
+def check_prompt(prompt: object) -> None:
+    """Refuse a prompt the loop cannot send, before anything is sent.
+
+    Raises:
+        TypeError: ``prompt`` is not a ``str`` (a list, a number, bytes...).
+    """
+    if not isinstance(prompt, str):
+        raise TypeError(
+            f"the prompt must be a str, got {type(prompt).__name__}: pass the text of the "
+            "user's message"
+        )
 
 
 def user_content(text: str) -> Content:

@@ -9,15 +9,18 @@ loop applies the step (keeps the response, runs the calls, ends the run).
 - A blocked or cut (``MAX_TOKENS``) response is kept and stops the run; its calls are never
   run but answered with an error, so the transcript stays valid history.
 - A final answer stops the run ``"completed"``.
-- Function calls are run (`RunCalls`), unless the very same calls came ``repeat_limit``
-  turns in a row: then they are answered with an error and the run stops.
+- Function calls are run (`RunCalls`), unless the very same calls already ran
+  ``repeat_limit - 1`` turns in a row with the very same results: then they are answered
+  with an error and the run stops. A call that returns something new each time (a clock, a
+  random topic, a job's progress) is progress, not a loop; after running a turn's calls the
+  loop hands their results to `record_results`, which keeps that count.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -26,6 +29,7 @@ from agent._classify import Classification, Kind
 if TYPE_CHECKING:
     from agent._response import Call, ModelResponse
     from agent._result import Limit, Status
+    from toolnexus import ToolResult
 
 __all__ = [
     "AskAgain",
@@ -36,6 +40,7 @@ __all__ = [
     "TurnLimits",
     "call_signature",
     "decide",
+    "record_results",
 ]
 
 CallSignature: TypeAlias = frozenset[tuple[str, str]]
@@ -50,7 +55,7 @@ class TurnLimits:
     empty_retries: int = 1
     """Re-asks after an empty response."""
     repeat_limit: int = 3
-    """Turns in a row with the very same calls before the run is stopped."""
+    """Turns in a row with the very same calls (and results) before the run is stopped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +67,11 @@ class Streaks:
     empty: int = 0
     """Empty responses in a row (reset by a usable one)."""
     repeats: int = 0
-    """Call turns in a row, ending with the last one, that asked for the same calls."""
+    """Call turns in a row, ending with the last one run, with the same calls and results."""
     last_calls: CallSignature | None = None
-    """The `call_signature` of the last call turn."""
+    """The `call_signature` of the last call turn run."""
+    last_results: CallSignature | None = None
+    """The `call_signature` of the last call turn run, with each call's result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,21 +146,45 @@ def decide(
             "incomplete", text=response.text, reason=reason, limit="max_tokens", refusal=refusal
         )
         return cut, streaks
-    signature = call_signature(response.calls)
-    repeats = streaks.repeats + 1 if signature == streaks.last_calls else 1
-    streaks = dataclasses.replace(streaks, repeats=repeats, last_calls=signature)
-    if repeats >= limits.repeat_limit:
+    same = call_signature(response.calls) == streaks.last_calls
+    if same and streaks.repeats + 1 >= limits.repeat_limit:
         refusal = (
-            f"Not run: this exact call was made {limits.repeat_limit} turns in a row, "
-            "so the run was stopped."
+            f"Not run: this exact call was made {limits.repeat_limit} turns in a row "
+            "and kept returning the same result, so the run was stopped."
         )
         return Stop("incomplete", limit="repeated_call", refusal=refusal), streaks
     return RunCalls(response.calls), streaks
 
 
-def call_signature(calls: Iterable[Call]) -> CallSignature:
-    """Return a hashable identity of a turn's calls: the set of (name, canonical args)."""
-    return frozenset((call.name, _canonical(call.args)) for call in calls)
+def record_results(
+    streaks: Streaks, calls: Sequence[Call], results: Sequence[ToolResult]
+) -> Streaks:
+    """Return the streaks after a turn's ``calls`` ran and gave ``results`` (in call order).
+
+    The repeat count grows only when both the calls and their results are those of the
+    previous turn; anything new starts it again at one.
+    """
+    with_results = call_signature(calls, results)
+    repeats = streaks.repeats + 1 if with_results == streaks.last_results else 1
+    return dataclasses.replace(
+        streaks, repeats=repeats, last_calls=call_signature(calls), last_results=with_results
+    )
+
+
+def call_signature(
+    calls: Iterable[Call], results: Iterable[ToolResult] | None = None
+) -> CallSignature:
+    """Return a hashable identity of a turn's calls: the set of (name, canonical args).
+
+    With ``results`` (in call order), each call's result (its text and error flag) is part
+    of its identity too.
+    """
+    if results is None:
+        return frozenset((call.name, _canonical(call.args)) for call in calls)
+    return frozenset(
+        (call.name, _canonical([call.args, result.output, result.is_error]))
+        for call, result in zip(calls, results, strict=True)
+    )
 
 
 def _canonical(args: Any) -> str:

@@ -27,8 +27,19 @@ from typing import Any, TypeVar
 
 from agent._calls import WaitFor, function_response, run_call
 from agent._classify import classify
+from agent._compaction import (
+    SUMMARY_HEADER,
+    SUMMARY_PROMPT,
+    Compaction,
+    estimate_tokens,
+    exchange_starts,
+    input_limit,
+    prune,
+    summary_text,
+)
 from agent._contents import (
     Content,
+    check_prompt,
     function_responses,
     pending_requests,
     replace_response,
@@ -36,14 +47,18 @@ from agent._contents import (
     to_dict,
     user_content,
 )
-from agent._decide import AskAgain, Stop, Streaks, TurnLimits, decide
+from agent._cost import Cost, run_cost
+from agent._decide import AskAgain, RunCalls, Stop, Streaks, TurnLimits, decide, record_results
+from agent._limits import Spent, UsageLimits, over_after_turn, over_before_call
 from agent._model import GeminiModel
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
 from agent._steps import ModelFailure, ModelItem, Steps
+from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
 from agent.events import (
+    Compacted,
     DoneEvent,
     Event,
     PendingEvent,
@@ -86,6 +101,10 @@ class Settings:
     """The budgets `decide` enforces."""
     tool_timeout: float | None
     """Seconds per tool call, or ``None``."""
+    usage_limits: UsageLimits | None = None
+    """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
+    compaction: Compaction | None = None
+    """When the transcript is compacted before a model call, or ``None`` for never."""
     steps: Steps = field(default_factory=Steps)
     """Where the side effects happen (model and tool calls, human waits): in process by
     default, durable with ``agent.dbos``."""
@@ -119,9 +138,13 @@ class Run:
         save: Checkpoint | None = None,
         *,
         streaming: bool = False,
+        trace: RunTrace | None = None,
+        archive: list[dict[str, Any]] | None = None,
     ) -> None:
         if prompt is None and not history:
             raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+        if prompt is not None:
+            check_prompt(prompt)
         self.settings = settings
         """The agent's settings."""
         self.prompt = prompt
@@ -150,6 +173,14 @@ class Run:
         """The model version that last answered."""
         self.streaks = Streaks()
         """What `decide` remembers between turns (malformed, empty and repeated turns)."""
+        self.trace = trace or RunTrace(settings.model.name, record=False)
+        """The run's OpenTelemetry spans."""
+        self.archive = archive if archive is not None else []
+        """Contents compaction replaced, in the form they had then (appended to)."""
+        self.sent = (0, 0)
+        """``(promptTokenCount, transcript length)`` of the last model turn, for estimates."""
+        self.extra_usage: list[Usage] = []
+        """Tokens of the run's model calls that are not turns (compaction summaries)."""
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -163,6 +194,12 @@ class Run:
         if self.prompt is not None:
             self.contents.append(user_content(self.prompt))
         while self.turns < self.settings.max_turns:
+            over = over_before_call(self.settings.usage_limits, self._spent())
+            if over is not None:  # the call is not made
+                yield await self._end(self.result("incomplete", limit=over))
+                return
+            async for compacted in self.compact():
+                yield compacted
             fetched: ModelResponse | Vetoed | None = None
             async with contextlib.aclosing(self._fetch()) as items:
                 async for item in items:
@@ -182,6 +219,7 @@ class Run:
             )
             if isinstance(step, AskAgain):
                 continue
+            step = self._within_budget(step)
             if isinstance(step, Stop):
                 yield await self._stop(fetched, step)
                 return
@@ -192,11 +230,12 @@ class Run:
                     if isinstance(event, PendingEvent) and pending is None:
                         pending = event.request
                     yield event
-            if pending is not None:  # already saved, with the turn
-                pending = await self._wait(pending)
-                if pending is not None:
-                    yield DoneEvent(self.result("pending", pending=pending))
-                    return
+            # Saved already, with the turn; `_wait` gets answers through the steps, if any.
+            if pending is not None and (pending := await self._wait(pending)) is not None:
+                yield DoneEvent(self.result("pending", pending=pending))
+                return
+            ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
+            self.streaks = record_results(self.streaks, step.calls, ran)
         yield await self._end(self.result("incomplete", limit="max_turns"))
 
     def _keep(self, response: ModelResponse) -> None:
@@ -216,6 +255,7 @@ class Run:
     def _count(self, response: ModelResponse) -> UsageEvent:
         """Count a response as a turn, with its usage (the model was called and billed)."""
         self.turns += 1
+        self.sent = (response.usage.prompt, len(self.contents))
         self.turn_usage.append(response.usage)
         self.usage = self.usage + response.usage
         self.finish_reason = response.finish_reason
@@ -293,11 +333,13 @@ class Run:
             async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
                 while retries:
                     yield retries.pop(0)
-                with attempt:
+                with attempt, self.trace.model_call(request.contents) as span:
                     attempts += 1
                     call = self.settings.model.call(request, stream=self.streaming)
                     async with contextlib.aclosing(call) as items:
                         async for item in items:
+                            if isinstance(item, ModelResponse):
+                                span.done(item)
                             yield item
         except CallFailed as failed:
             failure = failed.info
@@ -349,7 +391,10 @@ class Run:
             yield ToolCallEvent(call)
         results: list[tuple[dict[str, Any], ToolResult]] = []
         futures = [
-            asyncio.ensure_future(run_call(self.settings, self._hook, call)) for call in tool_calls
+            asyncio.ensure_future(
+                self.trace.tool_call(call, run_call(self.settings, self._hook, call))
+            )
+            for call in tool_calls
         ]
         index = {future: i for i, future in enumerate(futures)}
         try:
@@ -481,6 +526,105 @@ class Run:
                 return
         self.tool_calls.append(record)
 
+    # -- compaction -------------------------------------------------------------------------
+
+    def _estimate(self) -> int:
+        """Estimate the next request's tokens: the last prompt plus what was added since."""
+        prompt, length = self.sent
+        if prompt == 0 or length > len(self.contents):
+            return estimate_tokens(self.transcript())
+        added = [to_dict(content) for content in self.contents[length:]]
+        return prompt + estimate_tokens(added)
+
+    async def compact(self, *, force: bool = False) -> AsyncGenerator[Compacted, None]:
+        """Compact the transcript when the next request would pass the trigger.
+
+        Prunes large function results of older exchanges first, then replaces older
+        exchanges by a model-written summary if still needed; yields one `Compacted`.
+        """
+        policy = self.settings.compaction
+        if policy is None:
+            return
+        before = self._estimate()
+        trigger = policy.trigger_tokens
+        if trigger is None:
+            limit = await input_limit(self.settings.model, before)
+            trigger = int(policy.trigger_fraction * limit)
+        if before <= trigger and not force:
+            return
+        dicts = self.transcript()
+        starts = exchange_starts(dicts)
+        keep = policy.keep_recent_turns
+        cut = starts[-keep] if len(starts) > keep else 0
+        pruned_dicts, pruned = prune(dicts, cut, policy.prune_chars)
+        for index, (old, new) in enumerate(zip(dicts, pruned_dicts, strict=True)):
+            if old is not new:
+                self.archive.append(old)
+                self.contents[index] = to_contents([new])[0]
+        after = estimate_tokens(pruned_dicts)
+        summarised = 0
+        if (after > trigger or force) and cut > 0:
+            summarised = len([s for s in starts if s < cut])
+            summary = await self._summarise(pruned_dicts[:cut])
+            if summary is None:
+                summarised = 0
+            else:
+                self.archive.extend(pruned_dicts[:cut])
+                first = to_dict(self.contents[cut])
+                note = {"text": SUMMARY_HEADER + summary}
+                first = {**first, "parts": [note, *first.get("parts", [])]}
+                self.contents = [*to_contents([first]), *self.contents[cut + 1 :]]
+                after = estimate_tokens(self.transcript())
+        if pruned or summarised:
+            self.sent = (0, 0)
+            yield Compacted(before, after, summarised, pruned)
+
+    async def _summarise(self, old: list[dict[str, Any]]) -> str | None:
+        """Ask the model for a summary of ``old`` (a separate call, counted in usage)."""
+        if over_before_call(self.settings.usage_limits, self._spent()) is not None:
+            return None
+        model = self.settings.model
+        config = model.config.model_copy(
+            update={"tools": None, "tool_config": None, "system_instruction": None}
+        )
+        prompt = user_content(SUMMARY_PROMPT + summary_text(old))
+        request = ModelRequest(model.name, [prompt], config, self.turns + 1)
+        response: ModelResponse | None = None
+        try:
+            with self.trace.model_call(request.contents) as span:
+                async with contextlib.aclosing(model.call(request, stream=False)) as items:
+                    async for item in items:
+                        if isinstance(item, ModelResponse):
+                            response = item
+                            span.done(item)
+        except CallFailed as failed:
+            raise self._model_error(failed.info, 1) from None
+        assert response is not None
+        self.extra_usage.append(response.usage)
+        self.usage = self.usage + response.usage
+        return response.text or None
+
+    # -- budgets and cost -------------------------------------------------------------------
+
+    def _spent(self) -> Spent:
+        """Return what the run has used so far, as `UsageLimits` count it."""
+        limits = self.settings.usage_limits
+        usd = self._cost().usd if limits is not None and limits.cost_usd is not None else None
+        requests = self.turns + len(self.extra_usage)
+        return Spent(requests, self.usage, len(self.tool_calls), usd)
+
+    def _within_budget(self, step: RunCalls | Stop) -> RunCalls | Stop:
+        """Return ``step``, or a `Stop` when its calls follow a turn past a usage limit."""
+        if not isinstance(step, RunCalls):
+            return step
+        over = over_after_turn(self.settings.usage_limits, self._spent(), len(step.calls))
+        if over is None:
+            return step
+        return Stop("incomplete", limit=over, refusal=f"Not run: the run reached its {over} limit.")
+
+    def _cost(self) -> Cost:
+        return run_cost(self.settings.model.name, self.turn_usage, self.extra_usage)
+
     # -- transcript and result --------------------------------------------------------------
 
     def transcript(self) -> list[dict[str, Any]]:
@@ -511,6 +655,7 @@ class Run:
             model=self.model_version or self.settings.model.name,
             pending=pending,
             retries=tuple(self.retries),
+            cost=self._cost(),
         )
 
 

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent._api_errors import translate
+from agent._api_errors import translate, unreadable
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
 from agent._response import ModelResponse, StreamAssembler, parse
@@ -121,7 +121,12 @@ class GeminiModel:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
             raise CallFailed(failure)
-        response = parse(raw)
+        try:
+            response = parse(raw)
+        except ValueError as exc:
+            failure = unreadable(exc)
+        if failure is not None:
+            raise CallFailed(failure)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)

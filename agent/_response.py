@@ -15,7 +15,12 @@ from google.genai import types
 
 from agent._result import Usage
 
-__all__ = ["Call", "ModelResponse", "StreamAssembler", "calls_of", "parse"]
+__all__ = ["MAX_ARGS_DEPTH", "Call", "ModelResponse", "StreamAssembler", "calls_of", "parse"]
+
+MAX_ARGS_DEPTH = 64
+"""How deeply a function call's arguments may nest (objects and arrays). Deeper arguments
+make the reply unreadable: no tool takes them, and walking them would overflow Python's
+stack in the SDK and in the transcript's JSON."""
 
 
 class Call(NamedTuple):
@@ -41,6 +46,9 @@ class ModelResponse:
     """The thought-summary text parts, in order."""
     texts: list[str] = field(default_factory=list)
     """The visible text parts, in order."""
+    media: list[types.Part] = field(default_factory=list)
+    """The parts that hold data rather than text (``inlineData``, ``fileData``): an image
+    model's picture, a generated file. They are part of the answer like text is."""
     finish_reason: str | None = None
     """The candidate's ``finishReason``."""
     block_reason: str | None = None
@@ -54,21 +62,36 @@ class ModelResponse:
 
 
 def parse(response: types.GenerateContentResponse) -> ModelResponse:
-    """Extract what the loop needs from a (unary or assembled streamed) response."""
+    """Extract what the loop needs from a (unary or assembled streamed) response.
+
+    Raises:
+        ValueError: A function call's arguments nest deeper than `MAX_ARGS_DEPTH`.
+    """
     feedback = response.prompt_feedback
     candidate = response.candidates[0] if response.candidates else None
     content = candidate.content if candidate is not None else None
     texts: list[str] = []
     thoughts: list[str] = []
+    media: list[types.Part] = []
     for part in (content.parts if content is not None else None) or ():
         if part.function_call is None and part.text:
             (thoughts if part.thought else texts).append(part.text)
+        elif part.inline_data is not None or part.file_data is not None:
+            media.append(part)
+    calls = calls_of(content) if content is not None else []
+    for call in calls:
+        if _too_deep(call.args, MAX_ARGS_DEPTH):
+            raise ValueError(
+                f"the arguments of function call {call.name!r} nest deeper than "
+                f"{MAX_ARGS_DEPTH} levels"
+            )
     return ModelResponse(
         content=content if content is not None and content.parts else None,
-        calls=calls_of(content) if content is not None else [],
+        calls=calls,
         text="".join(texts),
         thoughts=thoughts,
         texts=texts,
+        media=media,
         finish_reason=_name(candidate.finish_reason) if candidate is not None else None,
         block_reason=_name(feedback.block_reason) if feedback is not None else None,
         usage=_usage(response.usage_metadata),
@@ -84,6 +107,19 @@ def calls_of(content: types.Content) -> list[Call]:
         for call in (part.function_call for part in content.parts or ())
         if call is not None
     ]
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Tell whether JSON ``value`` nests objects or arrays deeper than ``limit`` (iteratively)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _name(value: Any) -> str | None:

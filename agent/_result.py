@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent._cost import Cost
+
 if TYPE_CHECKING:
     from agent.events import RetryEvent
     from toolnexus import Request, ToolResult
@@ -15,7 +17,17 @@ Status = Literal["completed", "pending", "blocked", "incomplete"]
 """How a run ended: see `RunResult.status`."""
 
 Limit = Literal[
-    "max_turns", "repeated_call", "malformed_function_call", "max_tokens", "empty_response"
+    "max_turns",
+    "repeated_call",
+    "malformed_function_call",
+    "max_tokens",
+    "empty_response",
+    "usage:requests",
+    "usage:input_tokens",
+    "usage:output_tokens",
+    "usage:total_tokens",
+    "usage:tool_calls",
+    "usage:cost_usd",
 ]
 """Which limit ended an ``"incomplete"`` run."""
 
@@ -101,7 +113,8 @@ class RunResult:
       reason (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...) or a hook's veto.
     - ``"incomplete"``: a limit ended the run; ``limit`` names it (``"max_turns"``,
       ``"repeated_call"``, ``"malformed_function_call"``, ``"max_tokens"``,
-      ``"empty_response"``). The partial result carried by a `RunError` is also
+      ``"empty_response"``, or ``"usage:<name>"`` for a `UsageLimits` limit such as
+      ``"usage:cost_usd"``). The partial result carried by a `RunError` is also
       ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming the failure.
     """
 
@@ -132,6 +145,8 @@ class RunResult:
     """The `Request` a suspended run waits on."""
     retries: tuple[RetryEvent, ...] = ()
     """Every retried model call, in order."""
+    cost: Cost = field(default_factory=Cost)
+    """What the run cost in US dollars, in total and per turn (see `Cost`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the whole result (for ``--json`` output)."""
@@ -149,4 +164,5 @@ class RunResult:
             "model": self.model,
             "pending": dict(self.pending) if self.pending is not None else None,
             "retries": [retry.to_dict() for retry in self.retries],
+            "cost": self.cost.to_dict(),
         }

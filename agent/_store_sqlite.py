@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import sqlite3
+import stat
 import threading
 import time
 import uuid
@@ -28,7 +29,7 @@ from typing import TypeVar
 
 from agent._store import check_session_id
 from agent._transcript import Transcript, stamped_json
-from agent.errors import SessionBusyError
+from agent.errors import SessionBusyError, SessionError
 
 __all__ = ["SqliteStore"]
 
@@ -64,6 +65,52 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:  # it exists, under another user
         pass
     return True
+
+
+def _check_path(path: Path) -> None:
+    """Refuse, before SQLite touches it, a path that cannot be a session store file.
+
+    Raises:
+        SessionError: The folder is missing, or the path is a folder or a special file (a
+            FIFO would block the open forever).
+    """
+    if not path.parent.is_dir():
+        raise SessionError(
+            f"session store {path}: the folder {path.parent} does not exist; create it or "
+            "choose a store path in an existing folder"
+        )
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return  # created on first use
+    except OSError as exc:
+        raise SessionError(f"session store {path}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise SessionError(
+            f"session store {path}: is a folder, not a file; choose a file path inside it"
+        )
+    if not stat.S_ISREG(mode):
+        raise SessionError(
+            f"session store {path}: is not a regular file (a FIFO, a device or a socket); "
+            "choose a path to a regular file"
+        )
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> SessionError:
+    """Say in one line why SQLite could not open ``path`` and what to do; nothing is changed."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        problem = "is read-only; make it (and its folder) writable, or choose another path"
+    elif isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text
+    ):
+        problem = (
+            f"is not a session store, or is damaged ({text}); it was left untouched: move it "
+            "away or choose another path"
+        )
+    else:
+        problem = f"cannot be opened ({text}); check the path and its permissions"
+    return SessionError(f"session store {path}: {problem}")
 
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
@@ -128,16 +175,23 @@ class SqliteStore:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            _check_path(self.path)
+            try:
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=self.busy_timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            except sqlite3.Error as exc:
+                raise _unusable(self.path, exc) from None
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.executescript(_SCHEMA)
+            except sqlite3.Error as exc:
+                conn.close()
+                raise _unusable(self.path, exc) from None
             except BaseException:
                 conn.close()
                 raise
@@ -186,6 +240,8 @@ class SqliteStore:
                 malformed.
             TranscriptVersionError: the stored transcript has a schema version this library
                 does not read.
+            SessionError: the file cannot be a session store (a folder, a FIFO, not a
+                database, read-only, in a missing folder); the message says what to do.
             sqlite3.Error: the database could not be read.
         """
         check_session_id(session_id)
@@ -210,6 +266,7 @@ class SqliteStore:
             ValueError: ``session_id`` is not a non-empty string, or the transcript holds a
                 NaN or infinite float.
             TypeError: the transcript holds a value that is not JSON data.
+            SessionError: the file cannot be a session store (see `get`).
             sqlite3.Error: the write failed. In every case the previous version is kept.
         """
         check_session_id(session_id)

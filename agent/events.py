@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from toolnexus import Request, ToolResult
 
 __all__ = [
+    "Compacted",
     "DoneEvent",
     "Event",
     "PendingEvent",
@@ -143,6 +144,20 @@ class UsageEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """The transcript was compacted before a model call (see `agent.Compaction`)."""
+
+    tokens_before: int
+    """The estimated size of the next request before compacting."""
+    tokens_after: int
+    """Its estimated size after."""
+    turns_summarised: int
+    """Exchanges replaced by the model-written summary (0 when pruning was enough)."""
+    pruned: int = 0
+    """Large function results replaced by a short note."""
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -157,6 +172,7 @@ Event = (
     | PendingEvent
     | RetryEvent
     | UsageEvent
+    | Compacted
     | DoneEvent
 )
 """Any event of a run."""

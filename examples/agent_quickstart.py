@@ -7,18 +7,23 @@ Run it from the repository root::
 With GEMINI_API_KEY (or GOOGLE_API_KEY) set, it talks to the real Gemini API. Without a key
 it runs offline against the fake Gemini of ``agent.testing``, which plays a scripted model:
 it loads the hello-world skill, calls the Python tool, then answers.
+
+A failed model call is retried (`agent.RetryPolicy`: 5 attempts, backing off 1, 2, 4, 8 s);
+each retry is shown as it starts, and a call that still fails ends the script with one line
+saying what failed and what to check (exit code 1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Literal
 
 import toolnexus as tn
-from agent import Agent
-from agent.events import DoneEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from agent import Agent, ModelError
+from agent.events import DoneEvent, RetryEvent, TextEvent, ToolCallEvent, ToolResultEvent
 
 HERE = Path(__file__).resolve().parent
 
@@ -53,7 +58,7 @@ def offline_agent(tk: tn.Toolkit) -> Agent:
     return Agent(toolkit=tk, api_key="offline-demo", http_client=fake.http_client())
 
 
-async def main() -> None:
+async def main() -> int:
     tk = build_toolkit()
     if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
         agent = Agent(model="gemini-2.5-flash", toolkit=tk, system_prompt="Be brief.")
@@ -63,8 +68,21 @@ async def main() -> None:
         print("No API key found: running against the offline fake Gemini.")
 
     prompt = "Use the hello-world skill, then tell me the weather in Paris."
+    try:
+        await show(agent, prompt)
+    except ModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await agent.aclose()
+    return 0
+
+
+async def show(agent: Agent, prompt: str) -> None:
     async for event in agent.stream(prompt):
-        if isinstance(event, ToolCallEvent):
+        if isinstance(event, RetryEvent):
+            print(f"(model call failed: {event.status}; retrying in {event.delay:.1f} s)")
+        elif isinstance(event, ToolCallEvent):
             print(f"-> {event.call.name}({event.call.args})")
         elif isinstance(event, ToolResultEvent):
             first_line = event.result.output.splitlines()[0] if event.result.output else ""
@@ -74,8 +92,7 @@ async def main() -> None:
         elif isinstance(event, DoneEvent):
             result = event.result
             print(f"\n[{result.status}] {result.turns} turns, {result.usage.total} tokens")
-    await agent.aclose()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main()))

@@ -4,6 +4,10 @@ Usage (driven by bench.py over stdin/stdout, one JSON line per command)::
 
     python scripts/_bench_worker.py floor pair http://127.0.0.1:PORT decls.json
 
+The implementations: ``floor`` (raw SDK), ``ours`` (``agent.Agent``), and for the tracing
+probe ``traced`` (ours with an OpenTelemetry SDK provider recording every span) and
+``nootel`` (ours with OpenTelemetry not importable).
+
 Commands on stdin: ``run`` (one measured run), ``quit`` (report peak RSS and exit).
 The first line on stdout reports the import and cold-init times.
 """
@@ -134,7 +138,28 @@ async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
     return run, imported - start, ready - imported
 
 
+def _tracing(impl: str) -> None:
+    """Set up the tracing side of the ``traced`` and ``nootel`` implementations."""
+    if impl == "nootel":
+        sys.modules["opentelemetry"] = None  # type: ignore[assignment]
+    elif impl == "traced":
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+
+        class Discard(SpanExporter):  # the spans are built and exported, then dropped
+            def export(self, spans: Any) -> Any:
+                from opentelemetry.sdk.trace.export import SpanExportResult
+
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(Discard()))
+        trace.set_tracer_provider(provider)
+
+
 async def _main(impl: str, scenario: str, base_url: str, decls: list[dict[str, Any]]) -> None:
+    _tracing(impl)
     if impl == "floor":
         run, import_ns, init_ns = await _floor(scenario, base_url, decls)
     else:

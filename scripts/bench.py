@@ -237,9 +237,57 @@ def bench_scenario(
     return out
 
 
+# Tracing: an SDK provider recording every span may cost this much of the pair run time;
+# with no provider (or no OpenTelemetry at all) the spans are no-ops.
+TRACING_ON_MAX = 1.03
+
+
+def bench_tracing(base_url: str, runs: int, warmup: int, folder: Path) -> dict[str, Any]:
+    """Pair runs of ours with tracing on, off (API only) and absent, interleaved."""
+    decls = declarations("pair", base_url, folder)
+    impls = ("nootel", "ours", "traced")
+    workers = {impl: Worker(impl, "pair", base_url, decls) for impl in impls}
+    times: dict[str, list[float]] = {impl: [] for impl in impls}
+    for index in range(warmup + runs):
+        order = impls[index % 3 :] + impls[: index % 3]
+        for impl in order:
+            result = workers[impl].run()
+            if index >= warmup:
+                times[impl].append(result["ns"] / 1e6)
+    for worker in workers.values():
+        worker.close()
+    p50 = {impl: statistics.median(values) for impl, values in times.items()}
+    on = p50["traced"] / p50["ours"]
+    return {
+        "run_ms_p50": p50,
+        "on_ratio": on,
+        "off_ratio": p50["ours"] / p50["nootel"],
+        "target_on": TRACING_ON_MAX,
+        "met": on <= TRACING_ON_MAX,
+    }
+
+
+# Compaction: a 300-turn session's request size and turn latency, late vs early (after
+# the first compaction), stay within this factor.
+COMPACTION_FLAT_MAX = 1.25
+
+
+def bench_compaction() -> dict[str, Any]:
+    """Run the 300-turn session probe in a fresh process."""
+    out = _probe_script("_bench_compaction.py")
+    out["target"] = COMPACTION_FLAT_MAX
+    out["met"] = max(out["size_ratio"], out["latency_ratio"]) <= COMPACTION_FLAT_MAX
+    return out
+
+
 def _probe(*args: str) -> dict[str, Any]:
+    return _probe_script("_bench_micro.py", *args)
+
+
+def _probe_script(script: str, *args: str) -> dict[str, Any]:
+    """Run a probe script in a fresh process; return the JSON of its last line."""
     done = subprocess.run(
-        [sys.executable, str(HERE / "_bench_micro.py"), *args],
+        [sys.executable, str(HERE / script), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -333,6 +381,26 @@ def table(results: dict[str, Any]) -> str:
                 f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
                 f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
             )
+    tracing = results.get("tracing")
+    if tracing:
+        p50 = tracing["run_ms_p50"]
+        lines += [
+            "",
+            f"tracing (pair p50)  on {p50['traced']:.2f} ms, off {p50['ours']:.2f} ms, no "
+            f"OpenTelemetry {p50['nootel']:.2f} ms; on/off {tracing['on_ratio']:.3f} (target <= "
+            f"{tracing['target_on']:.2f}: {_mark(tracing['met'])}), off/absent "
+            f"{tracing['off_ratio']:.3f}",
+        ]
+    compaction = results.get("compaction")
+    if compaction:
+        size, ms = compaction["size_tokens"], compaction["turn_ms"]
+        lines.append(
+            f"300-turn session   request {size['early']:.0f} -> {size['late']:.0f} tokens, "
+            f"turn {ms['early']:.2f} -> {ms['late']:.2f} ms (early -> late p50 after the "
+            f"first compaction); ratios {compaction['size_ratio']:.2f} / "
+            f"{compaction['latency_ratio']:.2f}, target <= {compaction['target']:.2f}: "
+            f"{_mark(compaction['met'])}"
+        )
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -371,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default="bench-results.json", help="where to write the JSON")
     parser.add_argument("--repeats", type=int, default=5, help="import/build probe repeats [5]")
     parser.add_argument("--no-micro", action="store_true", help="skip import/build/skill probes")
+    parser.add_argument("--no-tracing", action="store_true", help="skip the tracing probe")
+    parser.add_argument(
+        "--no-compaction", action="store_true", help="skip the 300-turn compaction probe"
+    )
     parser.add_argument(
         "--no-prime", action="store_true", help="skip compiling the bytecode cache first"
     )
@@ -410,6 +482,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results["scenarios"][scenario]["runs"] = runs
                 results["scenarios"][scenario]["warmup"] = warmup
+            if not args.no_tracing:
+                print("probing tracing...", file=sys.stderr, flush=True)
+                runs = args.runs if args.runs is not None else DEFAULT_RUNS["pair"]
+                warmup = args.warmup if args.warmup is not None else DEFAULT_WARMUP["pair"]
+                results["tracing"] = bench_tracing(server.base_url, runs, warmup, folder)
+            if not args.no_compaction:
+                print("probing a 300-turn session...", file=sys.stderr, flush=True)
+                results["compaction"] = bench_compaction()
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)

@@ -28,6 +28,10 @@ def _is_loopback(host: Any) -> bool:
     try:
         return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
     except ValueError:
+        pass
+    try:  # numeric IPv4 spellings the resolver reads without DNS: 127.1, 0x7f.1, 2130706433
+        return ipaddress.IPv4Address(socket.inet_aton(str(host))).is_loopback
+    except OSError:
         return False
 
 

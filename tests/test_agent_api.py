@@ -17,7 +17,9 @@ EXPECTED = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "Compaction",
     "ConfigurationError",
+    "Cost",
     "DeadlineExceededError",
     "DeclarationProblem",
     "HookError",
@@ -37,6 +39,7 @@ EXPECTED = [
     "Transcript",
     "TranscriptVersionError",
     "Usage",
+    "UsageLimits",
     "Veto",
 ]
 

@@ -31,6 +31,7 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
             "--scenarios",
             "pair",
             "--no-micro",
+            "--no-compaction",
             "--no-prime",
             "--json",
             str(out),

@@ -44,6 +44,7 @@ MODULES = {
     "toolnexus.tool": [
         "Answer",
         "ArgumentError",
+        "DEFAULT_TOOL_TIMEOUT",
         "Handler",
         "Request",
         "Tool",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import toolnexus.builtins  # noqa: F401  (importing it registers the ten built-ins)
+from toolnexus._function import as_tool
 from toolnexus._registry import BUILTINS, DEFAULT_HIDDEN_ENV, BuiltinSettings, Limits
 from toolnexus._skill_tool import skill_tool
 from toolnexus._skills import Skill, found_skills
@@ -21,6 +22,7 @@ __all__ = ["build", "build_async"]
 SkillDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
 BuiltinsOption = bool | Mapping[str, Any]
 McpOption = str | os.PathLike[str] | Mapping[str, Any] | None
+YourTools = Sequence[Tool | Callable[..., Any]]
 
 
 def _skill_dirs(skills: SkillDirs) -> list[Path]:
@@ -62,9 +64,13 @@ def _builtin_names(option: BuiltinsOption) -> list[str]:
             )
     unknown = set(per_tool) - set(BUILTINS)
     if unknown:
-        raise ConfigError(
-            f"unknown built-in tool(s) {', '.join(sorted(unknown))}; "
-            f"built-ins are {', '.join(sorted(BUILTINS))}"
+        # Configs move between implementations of this toolkit, which ignore names they
+        # do not have: say so, and build the rest.
+        warnings.warn(
+            f"builtins['tools']: ignoring unknown built-in tool(s) "
+            f"{', '.join(map(repr, sorted(unknown)))}; the built-ins are "
+            f"{', '.join(sorted(BUILTINS))}",
+            stacklevel=4,
         )
     return [name for name in BUILTINS if per_tool.get(name, True)]
 
@@ -77,6 +83,8 @@ class _Plan:
     """The skills the ``skill`` tool serves."""
     sources: tuple[Sequence[Tool], ...]
     """The skill tool, the built-ins and your tools, in the order they win a name clash."""
+    hidden_env: frozenset[str]
+    """Variables kept from ``bash`` commands and stdio MCP servers."""
 
     def assemble(self, mcp_tools: Iterable[Tool], resources: Sequence[Resource]) -> Toolkit:
         """Return the toolkit; on a name clash the first source wins, with a warning."""
@@ -101,6 +109,7 @@ def _settings(
     confine: bool,
     limits: Limits | None,
     hidden_env: Iterable[str] | None = None,
+    switches: Mapping[str, bool] | None = None,
 ) -> BuiltinSettings:
     base = Path(root) if root is not None else Path.cwd()
     if not base.exists():
@@ -109,10 +118,12 @@ def _settings(
         raise ConfigError(f"root {os.fspath(base)!r} is not a directory")
     return BuiltinSettings(
         root=base.resolve(),
-        read_only=tuple(d.resolve() for d in skill_dirs),
+        # realpath, unlike Path.resolve, does not raise for a symlink loop.
+        read_only=tuple(Path(os.path.realpath(d)) for d in skill_dirs),
         confine=confine,
         limits=limits or Limits(),
         hidden_env=DEFAULT_HIDDEN_ENV if hidden_env is None else frozenset(hidden_env),
+        **(switches or {}),
     )
 
 
@@ -120,22 +131,24 @@ def _plan(
     skill_dirs: Sequence[Path],
     found: Sequence[Skill],
     builtins: BuiltinsOption,
-    tools: Sequence[Tool],
+    tools: YourTools,
     root: str | os.PathLike[str] | None,
     confine: bool,
     limits: Limits | None,
     skill_files: int,
     hidden_env: Iterable[str] | None,
+    switches: Mapping[str, bool] | None = None,
 ) -> _Plan:
     if isinstance(hidden_env, str):
         raise ConfigError("hidden_env must be a collection of variable names, not one string")
-    settings = _settings(root, skill_dirs, confine, limits, hidden_env)
-    own = {tool.name for tool in tools}  # one of your tools replaces the built-in it names
+    settings = _settings(root, skill_dirs, confine, limits, hidden_env, switches)
+    yours = [as_tool(item) for item in tools]
+    own = {tool.name for tool in yours}  # one of your tools replaces the built-in it names
     builtin_tools = [
         BUILTINS[name](settings) for name in _builtin_names(builtins) if name not in own
     ]
     skill_tools = [skill_tool(found, sample=skill_files)] if found else []
-    return _Plan(found, (skill_tools, builtin_tools, list(tools)))
+    return _Plan(found, (skill_tools, builtin_tools, yours), settings.hidden_env)
 
 
 def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
@@ -145,7 +158,7 @@ def _discover(skill_dirs: Sequence[Path]) -> list[Skill]:
 def build(
     skills: SkillDirs = None,
     builtins: BuiltinsOption = True,
-    tools: Sequence[Tool] = (),
+    tools: YourTools = (),
     *,
     mcp: McpOption = None,
     root: str | os.PathLike[str] | None = None,
@@ -153,6 +166,8 @@ def build(
     limits: Limits | None = None,
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
+    isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
 
@@ -160,29 +175,39 @@ def build(
         skills: A skills directory, or a list of them; every ``**/SKILL.md`` is a skill.
         builtins: ``True`` (default) for the ten built-in tools; ``False``,
             ``{"disabled": True}`` or ``{"enabled": False}`` for none;
-            ``{"tools": {"bash": False}}`` to drop single tools.
-        tools: Your own `Tool` objects. One named like a built-in replaces it.
+            ``{"tools": {"bash": False}}`` to drop single tools (a name that is not a
+            built-in is ignored, with a warning).
+        tools: Your own `Tool` objects, or plain functions (turned into tools as
+            `define_tool` would). One named like a built-in replaces it.
         mcp: An ``mcp.json`` path or the same data as a dict (needs the ``mcp`` extra).
         root: The workspace the file tools are confined to (default: the current dir);
             it must be an existing directory.
         confine: ``False`` lets file tools reach outside ``root`` (trusted hosts only).
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists (``-1``: no list).
-        hidden_env: Environment variables ``bash`` commands do not see; default
-            ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes everything).
+        hidden_env: Environment variables ``bash`` commands and stdio MCP servers do
+            not see; default ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY`` (``()`` passes
+            everything). A server's ``env`` in ``mcp.json`` can still pass one on purpose.
+        isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace,
+            so they can see (and read the environment of) the agent's process.
+        allow_private_network: ``True`` lets ``webfetch`` reach loopback, private and
+            link-local addresses (local development).
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
-    From async code with MCP servers, use `build_async`. A skills directory that does
-    not exist, or a bad ``SKILL.md``, is skipped (see `list_skills` for why), and an MCP
-    server that fails to start is reported by `mcp_status`; neither raises.
+    From async code with MCP servers, use `build_async`. A bad ``SKILL.md`` (a FIFO, a
+    huge file, bad frontmatter...) or a skills directory that does not exist is skipped,
+    and every skip is summarised in one warning (`list_skills` gives them all with
+    reasons); an MCP server that fails to start is reported by `mcp_status`. Neither raises.
 
     Returns:
         The `Toolkit`; the ``skill`` tool is in it only when at least one skill was found.
 
     Raises:
-        ConfigError: ``root`` is missing or not a directory, an option is unknown or has
-            the wrong type (``{"tools": {"bash": "no"}}``).
+        ConfigError: ``root`` is missing or not a directory, an option is unknown or
+            has the wrong type (``{"tools": {"bash": "no"}}``), or a function in
+            ``tools`` cannot be described.
+        TypeError: An item of ``tools`` is neither a `Tool` nor a function.
         McpConfigError: The ``mcp`` configuration cannot be read or has no servers.
         ImportError: ``mcp`` is given but the ``mcp`` extra is not installed; the message
             says how to install it.
@@ -203,19 +228,20 @@ def build(
         limits,
         skill_files,
         hidden_env,
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
     )
     if mcp is None:
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp
 
-    mcp_tools, resource = connect_mcp(mcp)
+    mcp_tools, resource = connect_mcp(mcp, plan.hidden_env)
     return plan.assemble(mcp_tools, [resource])
 
 
 async def build_async(
     skills: SkillDirs = None,
     builtins: BuiltinsOption = True,
-    tools: Sequence[Tool] = (),
+    tools: YourTools = (),
     *,
     mcp: McpOption = None,
     root: str | os.PathLike[str] | None = None,
@@ -223,6 +249,8 @@ async def build_async(
     limits: Limits | None = None,
     skill_files: int = 10,
     hidden_env: Iterable[str] | None = None,
+    isolate_shell: bool = True,
+    allow_private_network: bool = False,
 ) -> Toolkit:
     """Async `build`: connects MCP servers on the running event loop.
 
@@ -233,13 +261,16 @@ async def build_async(
     Args:
         skills: A skills directory, or a list of them (as for `build`).
         builtins: Which built-in tools to include (as for `build`).
-        tools: Your own `Tool` objects (as for `build`).
+        tools: Your own tools or functions (as for `build`).
         mcp: An ``mcp.json`` path or the same data as a dict.
         root: The workspace the file tools are confined to.
         confine: ``False`` lets file tools reach outside ``root``.
         limits: Output caps of the built-in tools.
         skill_files: How many sibling files the ``skill`` tool lists.
-        hidden_env: Environment variables ``bash`` commands do not see.
+        hidden_env: Environment variables ``bash`` commands and stdio MCP servers do
+            not see.
+        isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace.
+        allow_private_network: ``True`` lets ``webfetch`` reach private addresses.
 
     Returns:
         The `Toolkit`.
@@ -258,10 +289,21 @@ async def build_async(
 
     skill_dirs = _skill_dirs(skills)
     found = await asyncio.to_thread(_discover, skill_dirs) if skill_dirs else []
-    plan = _plan(skill_dirs, found, builtins, tools, root, confine, limits, skill_files, hidden_env)
+    plan = _plan(
+        skill_dirs,
+        found,
+        builtins,
+        tools,
+        root,
+        confine,
+        limits,
+        skill_files,
+        hidden_env,
+        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
+    )
     if mcp is None:
         return plan.assemble((), ())
     from toolnexus._mcp import connect_mcp_async
 
-    mcp_tools, resource = await connect_mcp_async(mcp)
+    mcp_tools, resource = await connect_mcp_async(mcp, plan.hidden_env)
     return plan.assemble(mcp_tools, [resource])

@@ -1,10 +1,18 @@
 """Run a tool by name: `execute` (sync) and `execute_async`.
 
 Neither raises for anything a model can cause. An unknown name, arguments that are not
-an object or do not fit the schema, a tool that raises, hangs past the context's timeout
-or returns something other than text all come back as ``ToolResult(is_error=True)``
-with a message the model can act on, and so does a tool that calls ``sys.exit`` (or
-argparse on bad input). Cancellation and ``KeyboardInterrupt`` still propagate.
+an object or do not fit the schema, a tool that raises (any `BaseException`, including
+``GeneratorExit`` and a ``CancelledError`` of its own), hangs past its timeout or returns
+something other than text all come back as ``ToolResult(is_error=True)`` with a message
+the model can act on, and so does a tool that calls ``sys.exit`` (or argparse on bad
+input). Cancellation of the call and ``KeyboardInterrupt`` still propagate.
+
+A call ends at the first of two limits: the tool's own ``Tool.timeout`` (by default
+`DEFAULT_TOOL_TIMEOUT`) and the caller's ``ToolContext.timeout``. A sync tool that is
+still running then is left to finish on its daemon thread; its result is dropped.
+
+What no wrapper can catch: a sync tool that calls ``os._exit`` (or crashes the
+interpreter) ends the whole process, agent included. Run such code in a subprocess.
 """
 
 from __future__ import annotations
@@ -12,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import os
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from toolnexus._schema import json_type
 from toolnexus.errors import ToolError, describe_failure
@@ -27,6 +36,7 @@ from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
 __all__ = ["execute", "execute_async"]
 
 _DEFAULT_CONTEXT = ToolContext()
+T = TypeVar("T")
 
 
 def _error(message: str) -> ToolResult:
@@ -54,7 +64,7 @@ def _as_result(name: str, value: object) -> ToolResult:
     )
 
 
-def _settle(future: asyncio.Future[object], value: object, error: BaseException | None) -> None:
+def _settle(future: asyncio.Future[Any], value: object, error: BaseException | None) -> None:
     if future.done():
         return
     if error is None:
@@ -79,8 +89,18 @@ class _Escaped(Exception):
 
 
 def _passes_through(error: BaseException) -> bool:
-    """Whether ``error`` leaves `execute_async` raised: cancellation and Ctrl-C only."""
-    return isinstance(error, asyncio.CancelledError | KeyboardInterrupt)
+    """Whether ``error`` from a worker thread is handed to the loop as is: Ctrl-C only.
+
+    A thread cannot be cancelled, so a ``CancelledError`` from a sync tool is the tool's
+    own and fails the call like any other exception.
+    """
+    return isinstance(error, KeyboardInterrupt)
+
+
+def _cancelled() -> bool:
+    """Whether the running task is being cancelled (rather than a tool raising the error)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _escaped_result(name: str, error: BaseException) -> ToolResult:
@@ -132,17 +152,21 @@ def _reset_workers_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_workers_after_fork)
 
 
-async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    """Run a sync handler on a worker thread and await its outcome."""
+async def in_worker(func: Callable[[], T]) -> T:
+    """Run ``func`` on a daemon worker thread and await its outcome.
+
+    Unlike ``asyncio.to_thread``, a ``func`` still running when the caller gives up
+    (a timeout) holds neither ``asyncio.run`` nor interpreter exit.
+    """
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[object] = loop.create_future()
+    future: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
 
     def job() -> None:
         value: object = None
         error: BaseException | None = None
         try:
-            value = context.run(tool.handler, args, ctx)
+            value = context.run(func)
         except BaseException as exc:
             error = exc if isinstance(exc, Exception) or _passes_through(exc) else _Escaped(exc)
         # A closed loop means the caller gave up on this call long ago.
@@ -151,6 +175,11 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
 
     _WORKERS.submit(job)
     return await future
+
+
+async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
+    """Run a sync handler on a worker thread and await its outcome."""
+    return await in_worker(functools.partial(tool.handler, args, ctx))
 
 
 async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
@@ -164,19 +193,29 @@ async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
 
 
 class _Expired(Exception):
-    """The call ran past the context's timeout (not a TimeoutError raised by the tool)."""
+    """The call ran past its time limit (not a TimeoutError raised by the tool)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def _time_limit(tool: Tool, ctx: ToolContext) -> float | None:
+    """Return the earlier of the tool's own limit and the caller's (``None``: neither)."""
+    return min((s for s in (tool.timeout, ctx.timeout) if s is not None), default=None)
 
 
 async def _run_bounded(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    if ctx.timeout is None:
+    seconds = _time_limit(tool, ctx)
+    if seconds is None:
         return await _invoke(tool, args, ctx)
-    scope = asyncio.timeout(ctx.timeout)
+    scope = asyncio.timeout(seconds)
     try:
         async with scope:
             return await _invoke(tool, args, ctx)
     except TimeoutError:
         if scope.expired():
-            raise _Expired from None
+            raise _Expired(seconds) from None
         raise
 
 
@@ -195,7 +234,8 @@ async def execute_async(
     - the tool raised `ToolError` (or `ArgumentError`): its message, exactly;
     - the tool raised anything else: ``Tool '<name>' failed: <ExceptionType>: <message>``
       (just ``<ExceptionType>`` when the message is empty);
-    - it ran past ``context.timeout``: ``Tool '<name>' timed out after <n> s.``;
+    - it ran past ``tool.timeout`` or ``context.timeout``, whichever is shorter:
+      ``Tool '<name>' timed out after <n> s.``;
     - it called ``sys.exit``: ``Tool '<name>' tried to exit the process (exit code <n>).``;
     - an unknown name: ``Unknown tool '<name>'. Available tools: ...``;
     - arguments that are not an object, or do not fit the schema: a message naming each
@@ -206,14 +246,15 @@ async def execute_async(
         name: The tool's name, as the model sent it.
         args: The arguments, a JSON object; ``None`` means none (Gemini omits ``args``
             for a call without parameters).
-        context: The per-call timeout, the model's call id, and on a re-run after a
-            suspension the `Answer`; default: no timeout.
+        context: The caller's timeout, the model's call id, and on a re-run after a
+            suspension the `Answer`; default: no timeout beyond the tool's own.
 
     Returns:
         The tool's `ToolResult`, or an error result as above.
 
     Raises:
-        asyncio.CancelledError: The call was cancelled (never caught).
+        asyncio.CancelledError: The call was cancelled (never caught). A tool that raises
+            ``CancelledError`` itself while its call is not being cancelled fails the call.
         KeyboardInterrupt: Ctrl-C while the tool ran (never caught).
 
     Example::
@@ -236,13 +277,19 @@ async def execute_async(
         value = await _run_bounded(tool, call_args, ctx)
     except ToolError as exc:
         return _error(str(exc) or type(exc).__name__)
-    except _Expired:
-        return _error(f"Tool {name!r} timed out after {ctx.timeout:g} s.")
+    except _Expired as exc:
+        return _error(f"Tool {name!r} timed out after {exc.seconds:g} s.")
     except _Escaped as exc:
         return _escaped_result(name, exc.error)
     except Exception as exc:
         return _error(describe_failure(name, exc))
-    except SystemExit as exc:  # from an async tool: fail the call, never end the agent
+    except asyncio.CancelledError as exc:
+        if _cancelled():
+            raise
+        return _escaped_result(name, exc)  # the tool's own, not a cancellation of the call
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # from an async tool: fail the call, never end the agent
         return _escaped_result(name, exc)
     return _as_result(name, value)
 

@@ -2,8 +2,8 @@
 
 The input schema and the argument validation of a function tool come from one pydantic
 model built from the function's signature, so what the model is told and what is checked
-can never disagree. The model is built on first use (the first schema render or the first
-call), which keeps defining hundreds of tools cheap.
+can never disagree. The schema is a plain ``dict`` made when the tool is defined: it goes
+into every request anyway, and a type that cannot be described fails right there.
 
 Example::
 
@@ -35,16 +35,16 @@ from typing import TYPE_CHECKING, Any, overload
 
 from toolnexus._docstring import parse_docstring
 from toolnexus.errors import ArgumentError, ConfigError
-from toolnexus.tool import Tool, ToolContext, ToolResult
+from toolnexus.tool import DEFAULT_TOOL_TIMEOUT, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import pydantic
     from pydantic.json_schema import GenerateJsonSchema
 
-# pydantic is imported on first use (the first schema render, validation or non-text
-# result), never by ``import toolnexus`` or `define_tool`: it costs more than the rest.
+# pydantic is imported by the first `define_tool` (or the first non-text result), never by
+# ``import toolnexus``: it costs more than the rest of the package.
 
-__all__ = ["define_tool"]
+__all__ = ["as_tool", "define_tool"]
 
 _Fn = Callable[..., Any]
 
@@ -235,27 +235,6 @@ def _describe(exc: pydantic.ValidationError, args: Any, known: list[str]) -> str
     return "Invalid arguments: " + "; ".join(problems)
 
 
-class _LazySchema(Mapping[str, Any]):
-    """The tool's input schema, generated from the pydantic model when first read."""
-
-    __slots__ = ("_spec",)
-
-    def __init__(self, spec: _Spec) -> None:
-        self._spec = spec
-
-    def __getitem__(self, key: str) -> Any:
-        return self._spec.schema()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._spec.schema())
-
-    def __len__(self) -> int:
-        return len(self._spec.schema())
-
-    def __repr__(self) -> str:
-        return repr(self._spec.schema())
-
-
 # --- return values -----------------------------------------------------------------------
 
 
@@ -385,6 +364,7 @@ def _make_tool(
     name: str | None,
     description: str | None,
     caller: FrameType | None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
 ) -> Tool:
     if not callable(fn):
@@ -397,9 +377,10 @@ def _make_tool(
         name=tool_name,
         handler=runner,
         description=summary if description is None else description,
-        input_schema=_LazySchema(spec),
+        input_schema=spec.schema(),
         source="native",
         validate=spec.validate,
+        timeout=timeout,
         idempotent=idempotent,
     )
 
@@ -411,6 +392,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
 ) -> Tool: ...
 
@@ -422,6 +404,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
 ) -> Callable[[_Fn], Tool]: ...
 
@@ -432,6 +415,7 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
@@ -444,7 +428,7 @@ def define_tool(
     gives one.
 
     The input schema and the argument check come from one pydantic model built from the
-    type hints (on first use, so defining many tools is cheap). Unknown arguments are
+    type hints; ``input_schema`` is a plain JSON-ready ``dict``. Unknown arguments are
     rejected, and bad arguments never reach the function: the call fails with an error
     result that lists every problem by field path. A parameter annotated `ToolContext`
     receives the call's context (its ``call_id``, ``answer`` and ``extra``) and is left out
@@ -465,6 +449,8 @@ def define_tool(
         name: The tool's name; default: the function's ``__name__``.
         description: What the tool does, for the model; default: the docstring's first
             paragraph.
+        timeout: Seconds a call may run (default `DEFAULT_TOOL_TIMEOUT`, five minutes);
+            ``None`` for no limit of the tool's own.
         idempotent: Running it twice with the same arguments does no more than once, so a
             durable run cut off mid-call may run it again (see `Tool.idempotent`).
 
@@ -474,8 +460,8 @@ def define_tool(
 
     Raises:
         ConfigError: A parameter cannot be filled from JSON arguments, a type hint
-            cannot be resolved, or ``fn`` is not callable. A type pydantic cannot turn
-            into a schema raises it when the schema is first rendered.
+            cannot be resolved, a type cannot be turned into a JSON schema, or ``fn`` is
+            not callable.
 
     Example::
 
@@ -489,7 +475,28 @@ def define_tool(
     if fn is None:
 
         def decorate(inner: _Fn) -> Tool:
-            return _make_tool(inner, name, description, sys._getframe(1), idempotent)
+            return _make_tool(inner, name, description, sys._getframe(1), timeout, idempotent)
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1), idempotent)
+    return _make_tool(fn, name, description, sys._getframe(1), timeout, idempotent)
+
+
+def as_tool(item: object) -> Tool:
+    """Return ``item`` if it is a `Tool`, else the tool `define_tool` makes of a function.
+
+    This is the one rule for every place that takes "your tools" (`toolkit`, `build`,
+    the CLI's ``--tools``): a plain function is accepted as ``define_tool(fn)`` would
+    describe it.
+
+    Raises:
+        TypeError: ``item`` is neither a `Tool` nor callable.
+        ConfigError: ``define_tool`` cannot describe the function.
+    """
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return _make_tool(item, None, None, None)
+    raise TypeError(
+        f"{type(item).__name__} is not a Tool or a function; pass a Tool, or a function "
+        "(it becomes a tool as define_tool(fn) would make it)"
+    )

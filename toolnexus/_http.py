@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -55,6 +56,21 @@ def _default_schema(
     return schema
 
 
+def _placeholder_value(name: str, value: Any, in_path: bool) -> str:
+    """Quote ``value`` so that it fills one path segment and can never change the path.
+
+    ``/`` and every other reserved character are percent-encoded; a value made only of
+    dots (``.`` or ``..``, which a URL resolves against the path) has its dots encoded
+    too; and an empty value in the path, which would address another resource, is refused.
+    """
+    text = str(value)
+    if in_path and not text:
+        raise ToolError(f"argument `{name}` must not be empty (it is part of the URL path)")
+    if text and text.strip(".") == "":
+        return text.replace(".", "%2E")
+    return quote(text, safe="")
+
+
 def _query_value(value: Any) -> str | list[str]:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -88,13 +104,14 @@ class _HttpCall:
         self.body = body
         self.timeout = timeout
         self.placeholders = _placeholders(url)
+        self.in_path = frozenset(_placeholders(re.split(r"[?#]", url, maxsplit=1)[0]))
 
     def _url(self, args: dict[str, Any]) -> str:
         values: dict[str, str] = {}
         for name in self.placeholders:
             if name not in args or args[name] is None:
                 raise ToolError(f"missing required argument `{name}` (it is part of the URL)")
-            values[name] = quote(str(args.pop(name)), safe="")
+            values[name] = _placeholder_value(name, args.pop(name), name in self.in_path)
         return self.url.format(**values)
 
     def _request_parts(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -174,8 +191,10 @@ def http_tool(
         name: Tool name (sanitised to ``[a-zA-Z0-9_-]``).
         description: What the endpoint does, for the model.
         method: HTTP method, e.g. ``"GET"``.
-        url: The URL; ``{name}`` parts are filled from the argument ``name`` (URL-quoted)
-            and that argument is not sent anywhere else.
+        url: The URL; ``{name}`` parts are filled from the argument ``name`` (URL-quoted,
+            so a value fills one path segment: ``/``, ``.`` and ``..`` cannot change the
+            path, and an empty value in the path is an error result) and that argument
+            is not sent anywhere else.
         headers: Request headers; ``${ENV}`` in a value is replaced by that environment
             variable at call time. Expanded values never appear in logs or results.
         query: Argument names sent in the query string. Without ``body``, every argument

@@ -30,8 +30,10 @@ from typing import Any, TypeVar
 
 from toolnexus._mcp_config import McpServerStatus, ServerConfig, parse_config
 from toolnexus._mcp_server import STOP_GRACE, Server, require_mcp
-from toolnexus.errors import ToolError
-from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, sanitize
+from toolnexus._registry import DEFAULT_HIDDEN_ENV
+from toolnexus._schema import schema_validator
+from toolnexus.errors import ArgumentError, ToolError
+from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult, Validator, sanitize
 
 __all__ = ["McpServerStatus", "McpServers", "connect_mcp", "connect_mcp_async", "mcp_status"]
 
@@ -110,6 +112,7 @@ class McpServers:
             remote.description or getattr(remote, "title", None) or "",
             schema,
             source="mcp",
+            validate=_checked_against(schema),
         )
 
     async def _on_owner_loop(self, make: Callable[[], Awaitable[_T]], wait: float) -> _T:
@@ -171,6 +174,25 @@ class McpServers:
             await asyncio.wrap_future(future)
 
 
+def _checked_against(schema: dict[str, Any]) -> Validator:
+    """Check arguments against a server's schema like any other tool's, before the call.
+
+    A schema too unusual for the checker (a boolean subschema, say) is left to the server.
+    """
+    check = schema_validator(schema)
+
+    def validate(args: Any) -> dict[str, Any]:
+        try:
+            return check(args)
+        except ArgumentError:
+            raise
+        except Exception:  # the schema, not the arguments, is beyond the checker
+            logger.debug("MCP input schema not checked locally", exc_info=True)
+            return dict(args)
+
+    return validate
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
@@ -197,13 +219,15 @@ async def _start(configs: list[ServerConfig]) -> list[Server]:
 
 def connect_mcp(
     source: str | os.PathLike[str] | Mapping[str, Any],
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
 ) -> tuple[list[Tool], McpServers]:
     """Start the servers of an MCP configuration for synchronous use.
 
     The connections live on a background thread with its own event loop; the tools work
     from `toolnexus.execute`, `toolnexus.execute_async` and any event loop. A server that
     fails is left out of the tools and reported by `mcp_status`; a configuration that
-    cannot be read raises `McpConfigError`.
+    cannot be read raises `McpConfigError`. Stdio servers do not see the variables in
+    ``hidden_env`` (the Gemini API keys) unless their ``env`` entry passes them.
 
     Example::
 
@@ -213,7 +237,7 @@ def connect_mcp(
         finally:
             servers.close()
     """
-    configs, skipped = parse_config(source)
+    configs, skipped = parse_config(source, hidden_env)
     if not configs:
         return [], McpServers([], skipped, None, None)
     require_mcp()
@@ -227,6 +251,7 @@ def connect_mcp(
 
 async def connect_mcp_async(
     source: str | os.PathLike[str] | Mapping[str, Any],
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
 ) -> tuple[list[Tool], McpServers]:
     """Start the servers of an MCP configuration on the running event loop.
 
@@ -240,7 +265,7 @@ async def connect_mcp_async(
         finally:
             await servers.aclose()
     """
-    configs, skipped = parse_config(source)
+    configs, skipped = parse_config(source, hidden_env)
     if not configs:
         return [], McpServers([], skipped, None, None)
     require_mcp()

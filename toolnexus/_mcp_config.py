@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from toolnexus._registry import DEFAULT_HIDDEN_ENV
 from toolnexus._secrets import expand_env
 from toolnexus.errors import ConfigError, McpConfigError, ToolnexusError
 
@@ -124,7 +125,7 @@ def _command(entry: Mapping[str, Any]) -> list[str]:
 
 
 def _parse(
-    name: str, entry: Mapping[str, Any], base: Path | None
+    name: str, entry: Mapping[str, Any], base: Path | None, hidden_env: frozenset[str]
 ) -> ServerConfig | McpServerStatus:
     """Return the server's settings, or its status when it is disabled or misconfigured."""
     transport = "stdio" if "command" in entry else "unknown"
@@ -146,7 +147,9 @@ def _parse(
         if "command" in entry:
             config.command = _command(entry)
             own_env = _expand_all(_str_map(entry, "env", "environment"), config.secrets)
-            config.env = {**os.environ, **own_env}
+            # The agent's own keys stay out unless the entry's `env` passes them on purpose.
+            inherited = {k: v for k, v in os.environ.items() if k not in hidden_env}
+            config.env = {**inherited, **own_env}
             cwd = entry.get("cwd")
             if cwd is not None:
                 if not isinstance(cwd, str):
@@ -166,8 +169,13 @@ def _parse(
 
 def parse_config(
     source: str | os.PathLike[str] | Mapping[str, Any],
+    hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV,
 ) -> tuple[list[ServerConfig], list[McpServerStatus]]:
-    """Split an MCP configuration into servers to start and statuses of the others."""
+    """Split an MCP configuration into servers to start and statuses of the others.
+
+    A stdio server inherits the environment minus ``hidden_env`` (by default the Gemini
+    API keys), plus its entry's ``env``.
+    """
     data, where = _load(source)
     base = None if isinstance(source, Mapping) else Path(source).parent
     configs: list[ServerConfig] = []
@@ -175,6 +183,6 @@ def parse_config(
     for name, entry in _servers(data, where).items():
         if not isinstance(entry, Mapping):
             continue  # a comment or schema key beside the servers
-        parsed = _parse(str(name), entry, base)
+        parsed = _parse(str(name), entry, base, hidden_env)
         (configs if isinstance(parsed, ServerConfig) else skipped).append(parsed)  # type: ignore[arg-type]
     return configs, skipped

@@ -41,7 +41,8 @@ class BuiltinSettings:
     root: Path
     """Workspace root (absolute, resolved). File tools stay inside it; ``bash`` runs in it."""
     read_only: tuple[Path, ...] = ()
-    """Directories readable outside the root (the skill dirs); never writable."""
+    """Directories readable outside the root (the skill dirs), never writable there; a
+    skill dir inside the root is part of the workspace and writable like the rest of it."""
     confine: bool = True
     """False lifts workspace confinement (for trusted hosts only)."""
     limits: Limits = field(default_factory=Limits)
@@ -49,6 +50,13 @@ class BuiltinSettings:
     hidden_env: frozenset[str] = DEFAULT_HIDDEN_ENV
     """Environment variables ``bash`` commands do not see (so ``echo $GEMINI_API_KEY``
     cannot put the key into the transcript); ``frozenset()`` passes everything."""
+    isolate_shell: bool = True
+    """Run each ``bash`` command in its own PID namespace (bubblewrap), so it cannot see
+    the agent's process (its environment holds the API key); ``False`` runs commands
+    plainly. Without a working ``bwrap`` commands run plainly, with a logged warning."""
+    allow_private_network: bool = False
+    """Let ``webfetch`` reach loopback, private, link-local and unspecified addresses
+    (local development); by default only public addresses are fetched."""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]

@@ -7,10 +7,12 @@ replaced by ``[redacted]`` in everything a model, a transcript or a log could se
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import threading
+import warnings
 from collections.abc import Iterable, Mapping
 
 from toolnexus.tool import ToolError
@@ -39,6 +41,7 @@ def expand_env(value: str, environ: Mapping[str, str] | None = None) -> tuple[st
         name = match.group(1)
         if name not in env:
             raise ToolError(f"environment variable {name} is not set")
+        _warn_if_short(name, env[name])
         secrets.append(env[name])
         return env[name]
 
@@ -46,10 +49,51 @@ def expand_env(value: str, environ: Mapping[str, str] | None = None) -> tuple[st
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """Return ``text`` with every non-empty secret replaced by ``[redacted]``."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
-    return text
+    """Return ``text`` with every non-empty secret replaced by ``[redacted]``.
+
+    A secret is replaced where it stands as a whole token: not where it is only part of
+    a longer word or number, so a short value (``1``, ``on``) does not cut into
+    unrelated output. A percent escape (``%20``) before a value counts as a boundary.
+    """
+    pattern = _secrets_pattern(frozenset(s for s in secrets if s))
+    return text if pattern is None else pattern.sub(_REDACTED, text)
+
+
+_WORD = re.compile(r"\w")
+_BEFORE = r"(?:(?<!\w)|(?<=%[0-9A-Fa-f]{2}))"
+_AFTER = r"(?!\w)"
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """One regex matching any of ``secrets`` as a whole token, longest first."""
+    if not secrets:
+        return None
+    alternatives = []
+    for secret in sorted(secrets, key=lambda s: (-len(s), s)):
+        before = _BEFORE if _WORD.match(secret[0]) else ""
+        after = _AFTER if _WORD.match(secret[-1]) else ""
+        alternatives.append(before + re.escape(secret) + after)
+    return re.compile("|".join(alternatives))
+
+
+SHORT_SECRET = 6
+"""A ``${NAME}`` value shorter than this (characters) is too short to redact safely."""
+
+_warned_short: set[str] = set()
+
+
+def _warn_if_short(name: str, value: str) -> None:
+    """Warn once per variable whose value is too short to be told apart from other text."""
+    if not value or len(value) >= SHORT_SECRET or name in _warned_short:
+        return
+    _warned_short.add(name)
+    warnings.warn(
+        f"environment variable {name} holds a value of only {len(value)} character(s): it is "
+        "redacted from tool output only where it stands as a whole word, and the same "
+        "characters elsewhere may still give it away; use a longer secret",
+        stacklevel=4,
+    )
 
 
 class RedactSecrets(logging.Filter):

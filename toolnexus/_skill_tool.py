@@ -1,13 +1,16 @@
 """The ``skill`` tool that serves skills to a model, and the `skills_prompt` catalog.
 
-A model sees the skills twice: as one line each in the system prompt (`skills_prompt`)
-and in the description of the ``skill`` tool, which it calls with a skill's name to get
-the full instructions, the skill's base directory and a sample of its files.
+A model sees the skills once: as one line each in the system prompt (`skills_prompt`,
+capped at `CATALOG_CHARS` characters by default). It calls the ``skill`` tool with a
+skill's name to get the full instructions, the skill's base directory and a sample of its
+files; a name the tool does not know gets the closest names back, which is how the model
+finds a skill the capped catalog left out.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -17,7 +20,14 @@ from toolnexus._skills import Skill, is_file, walk_files
 from toolnexus.errors import ConfigError
 from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
 
-__all__ = ["SKILL_INPUT_SCHEMA", "skill_tool", "skills_prompt"]
+__all__ = ["CATALOG_CHARS", "SKILL_INPUT_SCHEMA", "skill_tool", "skills_prompt"]
+
+CATALOG_CHARS = 20_000
+"""Default size cap of the skills catalog (characters, about 5,000 tokens)."""
+
+_NAMES_CHARS = 2_000
+"""Longest full name list an unknown-name error gives; past it, the closest names only."""
+_CLOSEST = 10
 
 SKILL_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -26,11 +36,13 @@ SKILL_INPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_TOOL_INTRO = (
+_TOOL_DESCRIPTION = (
     "Load a skill: specialized instructions and workflows for one kind of task, with the "
-    "files that come with it (scripts, references). When a task matches a skill's "
-    "description, call this tool with the skill's name before you start, then follow the "
-    "instructions it returns. Relative paths in a skill are relative to its base directory."
+    "files that come with it (scripts, references). The skills are listed under "
+    "'Available Skills' in your instructions. When a task matches a skill's description, "
+    "call this tool with the skill's name before you start, then follow the instructions "
+    "it returns. Relative paths in a skill are relative to its base directory. A name "
+    "that is not a skill returns the closest skill names."
 )
 
 
@@ -77,14 +89,20 @@ def _render(skill: Skill, sample: int) -> str:
     return "\n".join(parts)
 
 
-def _describe(skills: Iterable[Skill]) -> str:
-    lines = [
-        f"- {s.name}: {_one_line(s.description)}" if s.description else f"- {s.name}"
-        for s in sorted(skills, key=lambda s: s.name)
-    ]
-    if not lines:
-        return _TOOL_INTRO
-    return _TOOL_INTRO + "\n\nAvailable skills:\n" + "\n".join(lines)
+def _not_found(name: str, names: Sequence[str]) -> str:
+    """Say a name is unknown: with every name when the list is short, else the closest."""
+    everything = ", ".join(names) or "none"
+    if len(everything) <= _NAMES_CHARS:
+        return f'Skill "{name}" not found. Available skills: {everything}'
+    wanted = name.casefold()
+    containing = [n for n in names if wanted and wanted in n.casefold()]
+    similar = difflib.get_close_matches(name, names, n=_CLOSEST, cutoff=0.5)
+    closest = list(dict.fromkeys([*containing, *similar]))[:_CLOSEST]
+    shown = ", ".join(closest) if closest else "none close to it"
+    return (
+        f'Skill "{name}" not found among {len(names)} skills. Closest names: {shown}. '
+        "Call this tool again with one of them, or with a word from the skill's name."
+    )
 
 
 def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
@@ -94,7 +112,9 @@ def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
     directory as a ``file://`` URI and up to ``sample`` files of its folder (sorted by
     path, listed when the tool is called): ``0`` keeps an empty ``<skill_files>`` block,
     ``-1`` leaves the list and its note out. An unknown name is an error result that
-    lists the available names. When two skills share a name, the first is served.
+    lists the available names (only the closest ones when the full list is long). When
+    two skills share a name, the first is served. The tool's description does not list
+    the skills: `skills_prompt` does, once, in the system prompt.
 
     Example::
 
@@ -107,15 +127,13 @@ def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
     by_name: dict[str, Skill] = {}
     for skill in skills:
         by_name.setdefault(skill.name, skill)
+    names = sorted(by_name)
 
     def load(args: dict[str, Any], context: ToolContext) -> ToolResult:
         name = args["name"]
         skill = by_name.get(name)
         if skill is None:
-            available = ", ".join(sorted(by_name)) or "none"
-            return ToolResult(
-                f'Skill "{name}" not found. Available skills: {available}', is_error=True
-            )
+            return ToolResult(_not_found(name, names), is_error=True)
         metadata = {"name": skill.name, "directory": os.fspath(skill.directory)}
         return ToolResult(_render(skill, sample), metadata=metadata)
 
@@ -123,7 +141,7 @@ def skill_tool(skills: Sequence[Skill], sample: int = 10) -> Tool:
     return Tool(
         "skill",
         load,
-        _describe(by_name.values()),
+        _TOOL_DESCRIPTION,
         schema,
         source="skill",
         validate=schema_validator(schema),
@@ -140,30 +158,59 @@ _PROMPT_HEADER = (
 )
 
 
-def skills_prompt(source: Toolkit | Iterable[Skill]) -> str:
+def skills_prompt(
+    source: Toolkit | Iterable[Skill], *, max_chars: int | None = CATALOG_CHARS
+) -> str:
     """Return the skills catalog for a system prompt, or ``""`` when no skill is described.
 
-    Each skill with a description is one ``- **name**: description`` line (the
+    Each skill with a description is one ``- **name**: description`` line (name and
     description on one line), sorted by name, under a short header; skills without a
-    description are left out.
+    description are left out. The catalog stops before ``max_chars`` characters: the
+    last line then says how many described skills are not listed and how the model
+    finds one by name (the ``skill`` tool answers an unknown name with the closest ones).
 
     Args:
         source: A `Toolkit` (its skills are used) or the skills themselves.
+        max_chars: Size cap of the catalog in characters; ``None`` for no cap.
 
     Returns:
         The catalog text, or ``""`` when no skill has a description.
+
+    Raises:
+        ConfigError: ``max_chars`` is smaller than 500 (too small for the header and a
+            note).
 
     Example::
 
         tk = toolnexus.build(skills="examples/skills")
         system_prompt = "You are a helpful agent. " + toolnexus.skills_prompt(tk)
     """
+    if max_chars is not None and max_chars < _MIN_CATALOG:
+        raise ConfigError(f"max_chars must be at least {_MIN_CATALOG} (or None), not {max_chars}")
     skills = source.skills if isinstance(source, Toolkit) else tuple(source)
     lines = [
-        f"- **{s.name}**: {_one_line(s.description)}"
+        f"- **{_one_line(s.name)}**: {_one_line(s.description)}"
         for s in sorted(skills, key=lambda s: s.name)
         if s.description
     ]
     if not lines:
         return ""
-    return _PROMPT_HEADER + "\n" + "\n".join(lines)
+    text = _PROMPT_HEADER
+    limit = None if max_chars is None else max_chars - _NOTE_ROOM
+    for shown, line in enumerate(lines):
+        if limit is not None and len(text) + 1 + len(line) > limit:
+            return text + "\n\n" + _more_note(len(lines) - shown)
+        text += "\n" + line
+    return text
+
+
+_MIN_CATALOG = 500
+_NOTE_ROOM = 300  # kept free under the cap for the note on skills left out
+
+
+def _more_note(left_out: int) -> str:
+    return (
+        f"{left_out} more skill(s) are not listed here, to keep this list short. To use "
+        "one, call the skill tool with its name; a name that is not a skill returns the "
+        "closest skill names, so a likely word from the name finds it."
+    )

@@ -8,15 +8,21 @@ Discovery rules, in short:
 
 - Every ``SKILL.md`` below each skills directory is a skill, at any depth. Symlinked
   directories and files are followed; a directory reached twice (a symlink loop, two links to
-  one folder) is walked once. The walk is sorted by name, so results never depend on the
-  file system's listing order.
+  one folder) is walked once, and so is a ``SKILL.md`` reached twice. The walk is sorted by
+  name, so results never depend on the file system's listing order, and keeps its own
+  queue, so no depth of tree can exhaust the stack.
+- Only regular files are read, at most 1 MB each: a ``SKILL.md`` that is a FIFO, a device
+  or too big is skipped as ``unreadable`` without blocking or filling memory.
+- Two skills with one name: the one closest to its skills directory keeps it, then the
+  first in path order, then the first skills directory given.
+- A ``name`` is one line: runs of whitespace (line breaks included) become one space.
 - Frontmatter values stay the text the author wrote, trimmed: ``description: yes`` is
   ``"yes"``, ``name: 010`` is ``"010"``. ``null``, ``~`` or an empty value means "not set".
 - A bad ``SKILL.md`` never stops discovery. It is reported in `SkillInventory.skipped` with a
   reason: ``missing-name``, ``malformed-frontmatter`` (bad YAML, no closing fence, a value
-  that is a list or a map), ``duplicate-name`` (the first skill in walk order keeps the name,
-  and a warning is issued) or ``unreadable`` (permissions, not UTF-8). A skills directory
-  that does not exist is reported as ``unreadable`` too.
+  that is a list or a map), ``duplicate-name`` (see above; a warning is issued) or
+  ``unreadable`` (permissions, not UTF-8, not a regular file, too big). A skills
+  directory that does not exist is reported as ``unreadable`` too.
 - Paths are absolute, also for a relative skills directory, and keep the symlinks you see
   (they are not resolved), so the paths a model reads match the ones in your tree.
 
@@ -34,9 +40,11 @@ Example::
 from __future__ import annotations
 
 import codecs
+import collections
 import functools
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -51,10 +59,13 @@ __all__ = [
     "found_skills",
     "is_file",
     "list_skills",
+    "skipped_summary",
     "walk_files",
 ]
 
 SKILL_FILE = "SKILL.md"
+MAX_SKILL_BYTES = 1_000_000
+"""Largest ``SKILL.md`` read (bytes); a bigger one is skipped as ``unreadable``."""
 
 SkipReason = Literal["missing-name", "malformed-frontmatter", "duplicate-name", "unreadable"]
 """Why a ``SKILL.md`` (or a skills directory) did not become a skill."""
@@ -118,6 +129,31 @@ def is_file(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _listing(
+    path: str, visited: set[tuple[int, int]], errors: list[tuple[str, OSError]]
+) -> list[os.DirEntry[str]] | None:
+    """Return the entries of directory ``path`` by name; ``None`` if seen or unreadable.
+
+    ``visited`` holds the (device, inode) of every directory already listed: a directory
+    reached again through a symlink is skipped, which also ends symlink loops.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        errors.append((path, exc))
+        return None
+    key = (info.st_dev, info.st_ino)
+    if key in visited:
+        return None
+    visited.add(key)
+    try:
+        with os.scandir(path) as listing:
+            return sorted(listing, key=lambda entry: entry.name)
+    except OSError as exc:
+        errors.append((path, exc))
+        return None
+
+
 def walk_files(
     top: str,
     visited: set[tuple[int, int]],
@@ -125,29 +161,37 @@ def walk_files(
 ) -> Iterator[os.DirEntry[str]]:
     """Yield every non-directory entry under ``top``, sorted by path, following symlinks.
 
-    ``visited`` holds the (device, inode) of every directory already walked: a directory
-    reached again through a symlink is skipped, which also ends symlink loops.
+    The walk keeps its own stack, so a tree of any depth is walked without recursion.
     """
-    try:
-        stat = os.stat(top)
-    except OSError as exc:
-        errors.append((top, exc))
-        return
-    key = (stat.st_dev, stat.st_ino)
-    if key in visited:
-        return
-    visited.add(key)
-    try:
-        with os.scandir(top) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name)
-    except OSError as exc:
-        errors.append((top, exc))
-        return
-    for entry in entries:
-        if _is_dir(entry):
-            yield from walk_files(entry.path, visited, errors)
+    first = _listing(top, visited, errors)
+    stack = [iter(first)] if first is not None else []
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+        elif _is_dir(entry):
+            listing = _listing(entry.path, visited, errors)
+            if listing is not None:
+                stack.append(iter(listing))
         else:
             yield entry
+
+
+def _skill_files(
+    top: str, visited: set[tuple[int, int]], errors: list[tuple[str, OSError]]
+) -> Iterator[os.DirEntry[str]]:
+    """Yield the ``SKILL.md`` entries under ``top``, nearest to ``top`` first, then by path.
+
+    Breadth first, so of two copies of a skill the one closest to the skills directory is
+    met first (and a directory reached by two routes is walked by the shorter one).
+    """
+    queue = collections.deque([top])
+    while queue:
+        for entry in _listing(queue.popleft(), visited, errors) or ():
+            if _is_dir(entry):
+                queue.append(entry.path)
+            elif entry.name == SKILL_FILE:
+                yield entry
 
 
 # --- frontmatter ---------------------------------------------------------------------------
@@ -222,6 +266,8 @@ def _text_field(meta: dict[Any, Any], key: str) -> str | None:
         )
         error = _BadNameError if key == "name" else _MalformedError
         raise error(f"`{key}` must be text, not {kind}")
+    if key == "name":  # one line, so the catalog and the model quote it as one
+        return " ".join(value.split()) or None
     return value.strip() or None
 
 
@@ -238,28 +284,46 @@ def _parse(text: str) -> tuple[str | None, str | None, str]:
     return _text_field(parsed, "name"), _text_field(parsed, "description"), body
 
 
-def _load_skill(path: str) -> Skill | SkippedSkill:
+def _read_capped(path: str) -> tuple[bytes, tuple[int, int]]:
+    """Read the regular file ``path`` (at most `MAX_SKILL_BYTES`); return it and its identity.
+
+    Raises `OSError` for anything else: a FIFO or device is refused without blocking on
+    it, and a file over the cap is refused without reading it whole.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file")
+        raw = file.read(MAX_SKILL_BYTES + 1)
+    if len(raw) > MAX_SKILL_BYTES:
+        raise OSError(0, f"larger than {MAX_SKILL_BYTES:,} bytes")
+    return raw, (info.st_dev, info.st_ino)
+
+
+def _load_skill(path: str) -> tuple[Skill | SkippedSkill, tuple[int, int] | None]:
+    """Read one ``SKILL.md``; return the skill (or why not) and the file's identity."""
     try:
-        with open(path, "rb") as file:
-            raw = file.read()
+        raw, identity = _read_capped(path)
     except OSError as exc:
-        return SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc))
+        return SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc)), None
     bom = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     try:
         text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
         at = bom + exc.start  # the offset in the file, as an editor shows it
         detail = f"not UTF-8 text (byte 0x{raw[at]:02x} at offset {at})"
-        return SkippedSkill(Path(path), "unreadable", detail)
+        return SkippedSkill(Path(path), "unreadable", detail), identity
     try:
         name, description, body = _parse(text)
     except _BadNameError as exc:
-        return SkippedSkill(Path(path), "missing-name", str(exc))
+        return SkippedSkill(Path(path), "missing-name", str(exc)), identity
     except _MalformedError as exc:
-        return SkippedSkill(Path(path), "malformed-frontmatter", str(exc))
+        return SkippedSkill(Path(path), "malformed-frontmatter", str(exc)), identity
     if name is None:
-        return SkippedSkill(Path(path), "missing-name", "the frontmatter has no `name`")
-    return Skill(name, description, Path(os.path.dirname(path)), Path(path), body)
+        return SkippedSkill(Path(path), "missing-name", "the frontmatter has no `name`"), identity
+    directory = Path(os.path.dirname(path))
+    return Skill(name, description, directory, Path(path), body), identity
 
 
 # --- discovery -----------------------------------------------------------------------------
@@ -271,51 +335,79 @@ def _as_dirs(dirs: SkillDirs) -> list[str]:
     return [os.fspath(d) for d in dirs]
 
 
-def _discover(dirs: SkillDirs) -> tuple[SkillInventory, list[str]]:
-    """Return what is under ``dirs`` and the duplicate-name notes to warn about."""
-    skills: dict[str, Skill] = {}
+def _discover(dirs: SkillDirs) -> SkillInventory:
+    """Return what is under ``dirs``: skills by directory order then path, and the skips."""
+    skills: list[Skill] = []
+    taken: dict[str, Path] = {}
     skipped: list[SkippedSkill] = []
-    duplicates: list[str] = []
     visited: set[tuple[int, int]] = set()
+    files_seen: set[tuple[int, int]] = set()
     for given in _as_dirs(dirs):
         top = os.path.abspath(given)
         if not os.path.isdir(top):
-            why = "does not exist" if not os.path.exists(top) else "is not a directory"
+            why = "does not exist" if not os.path.lexists(top) else "is not a directory"
+            if os.path.islink(top) and not os.path.exists(top):
+                why = "is a broken symlink or a symlink loop"
             skipped.append(SkippedSkill(Path(top), "unreadable", f"skills directory {why}"))
             continue
         errors: list[tuple[str, OSError]] = []
-        for entry in walk_files(top, visited, errors):
-            if entry.name != SKILL_FILE:
-                continue
-            found = _load_skill(entry.path)
-            if isinstance(found, SkippedSkill):
-                skipped.append(found)
-            elif found.name in skills:
-                first = skills[found.name].path
-                detail = f"name already used by {first}"
-                skipped.append(SkippedSkill(found.path, "duplicate-name", detail))
-                duplicates.append(f"{found.path} (first: {first})")
+        found: list[Skill] = []
+        for entry in _skill_files(top, visited, errors):
+            loaded, identity = _load_skill(entry.path)
+            if identity is not None:
+                if identity in files_seen:
+                    continue  # the same file again, through a symlink: not a duplicate
+                files_seen.add(identity)
+            if isinstance(loaded, SkippedSkill):
+                skipped.append(loaded)
+            elif loaded.name in taken:
+                detail = f"the name {loaded.name!r} is already taken by {taken[loaded.name]}"
+                skipped.append(SkippedSkill(loaded.path, "duplicate-name", detail))
             else:
-                skills[found.name] = found
+                taken[loaded.name] = loaded.path
+                found.append(loaded)
+        skills += sorted(found, key=lambda skill: os.fspath(skill.path))
         skipped += (
             SkippedSkill(Path(path), "unreadable", exc.strerror or str(exc)) for path, exc in errors
         )
-    return SkillInventory(tuple(skills.values()), tuple(skipped)), duplicates
+    return SkillInventory(tuple(skills), tuple(skipped))
 
 
-def _warn_duplicates(duplicates: list[str], stacklevel: int) -> None:
-    if duplicates:
-        warnings.warn(
-            "skipped skill(s) whose name is already taken, keeping the first: "
-            + "; ".join(duplicates),
-            stacklevel=stacklevel + 1,
-        )
+_SHOWN_SKIPS = 3
+"""How many skipped files a warning names (the rest are counted)."""
+
+
+def skipped_summary(skipped: Sequence[SkippedSkill]) -> str:
+    """Say in one paragraph how many ``SKILL.md`` were skipped, why, and the first few paths.
+
+    Returns ``""`` when nothing was skipped.
+    """
+    if not skipped:
+        return ""
+    counts = collections.Counter(s.reason for s in skipped)
+    by_reason = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+    shown = "; ".join(f"{s.path} ({s.reason}: {s.detail})" for s in skipped[:_SHOWN_SKIPS])
+    more = len(skipped) - _SHOWN_SKIPS
+    rest = f"; and {more} more" if more > 0 else ""
+    return (
+        f"skipped {len(skipped)} skill file(s) ({by_reason}): {shown}{rest} "
+        "(toolnexus.list_skills lists them all with reasons)"
+    )
+
+
+def _warn(skipped: Sequence[SkippedSkill], stacklevel: int) -> None:
+    summary = skipped_summary(skipped)
+    if summary:
+        warnings.warn(summary, stacklevel=stacklevel + 1)
 
 
 def found_skills(dirs: SkillDirs) -> list[Skill]:
-    """Return just the skills under ``dirs`` (what `build` needs), warning on duplicates."""
-    inventory, duplicates = _discover(dirs)
-    _warn_duplicates(duplicates, stacklevel=3)
+    """Return just the skills under ``dirs`` (what `build` needs).
+
+    Everything skipped is summarised in one warning (counts, the first few paths).
+    """
+    inventory = _discover(dirs)
+    _warn(inventory.skipped, stacklevel=3)
     return list(inventory.skills)
 
 
@@ -324,14 +416,16 @@ def list_skills(dirs: SkillDirs) -> SkillInventory:
 
     Never raises for what is on disk: a malformed, nameless, duplicate or unreadable
     ``SKILL.md`` and a missing skills directory are listed in ``skipped`` with a reason.
-    A duplicate name also issues a warning (the first skill in walk order keeps it).
+    Duplicate names also issue one warning (the skill closest to its skills directory
+    keeps the name, then the first in path order).
 
     Args:
         dirs: One skills directory or a list of them; every ``SKILL.md`` below each is
             read, at any depth, following symlinks.
 
     Returns:
-        A `SkillInventory`: ``skills`` in walk order (sorted by path) and ``skipped``.
+        A `SkillInventory`: ``skills`` by skills directory, then sorted by path, and
+        ``skipped``.
 
     Example::
 
@@ -339,6 +433,6 @@ def list_skills(dirs: SkillDirs) -> SkillInventory:
         names = [skill.name for skill in inventory.skills]
         problems = [(s.path, s.reason, s.detail) for s in inventory.skipped]
     """
-    inventory, duplicates = _discover(dirs)
-    _warn_duplicates(duplicates, stacklevel=2)
+    inventory = _discover(dirs)
+    _warn([s for s in inventory.skipped if s.reason == "duplicate-name"], stacklevel=2)
     return inventory

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Answer",
     "ArgumentError",
+    "DEFAULT_TOOL_TIMEOUT",
     "Handler",
     "Request",
     "Tool",
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+DEFAULT_TOOL_TIMEOUT = 300.0
+"""Seconds a tool call may run (five minutes) unless its `Tool` sets another ``timeout``."""
 
 
 def sanitize(name: str) -> str:
@@ -112,7 +116,8 @@ class ToolContext:
     """What a tool's handler receives besides its arguments."""
 
     timeout: float | None = None
-    """Seconds the call may run before `execute` gives up on it (``None``: no limit)."""
+    """Seconds the call may run before `execute` gives up on it (``None``: no limit of
+    the caller's). The tool's own `Tool.timeout` applies as well: the first to pass wins."""
     call_id: str | None = None
     """The model's id for this call, when it sent one."""
     answer: Answer | None = None
@@ -165,6 +170,10 @@ class Tool:
     """Where it came from: ``"builtin"``, ``"skill"``, ``"native"``, ``"http"``, ``"mcp"``."""
     validate: Validator | None = None
     """Runs before ``handler`` and raises `ArgumentError` naming each bad field."""
+    timeout: float | None = DEFAULT_TOOL_TIMEOUT
+    """Seconds a call may run before `execute` ends it with an error result (default
+    `DEFAULT_TOOL_TIMEOUT`, five minutes); ``None`` for no limit of the tool's own. The
+    caller's ``ToolContext.timeout`` (the agent's ``tool_timeout``) applies as well."""
     idempotent: bool = False
     """Running it twice with the same arguments does no more than running it once. A
     durable run (``agent.dbos``) cut off by a crash while the tool ran runs it again only
@@ -172,6 +181,14 @@ class Tool:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))
+        limit = self.timeout
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0
+        ):
+            raise ConfigError(
+                f"tool {self.name!r}: timeout must be a positive number of seconds or None, "
+                f"not {limit!r}"
+            )
 
 
 class Resource(Protocol):
@@ -197,6 +214,7 @@ class Toolkit:
 
     Raises:
         ConfigError: Two tools share a name.
+        TypeError: An item is not a `Tool` (`toolkit` also takes plain functions).
 
     Example::
 
@@ -216,6 +234,11 @@ class Toolkit:
     ) -> None:
         by_name: dict[str, Tool] = {}
         for tool in tools:
+            if not isinstance(tool, Tool):
+                raise TypeError(
+                    f"Toolkit takes Tool objects, not {type(tool).__name__}; "
+                    "use toolnexus.toolkit([...]) to include plain functions"
+                )
             if tool.name in by_name:
                 raise ConfigError(f"duplicate tool name {tool.name!r} in one toolkit")
             by_name[tool.name] = tool
@@ -287,20 +310,24 @@ class Toolkit:
         await self.aclose()
 
 
-def toolkit(tools: Iterable[Tool] = ()) -> Toolkit:
+def toolkit(tools: Iterable[Tool | Callable[..., Any]] = ()) -> Toolkit:
     """Return a `Toolkit` of ``tools``.
 
     Args:
-        tools: The tools; their names must be unique.
+        tools: The tools; their names must be unique. A plain function is turned into a
+            tool as `toolnexus.define_tool` would.
 
     Returns:
         A toolkit without skills or open connections (use `toolnexus.build` for those).
 
     Raises:
-        ConfigError: Two tools share a name.
+        ConfigError: Two tools share a name, or a function cannot be described.
+        TypeError: An item is neither a `Tool` nor a function.
 
     Example::
 
-        tk = toolnexus.toolkit([echo, toolnexus.define_tool(add)])
+        tk = toolnexus.toolkit([echo, add])
     """
-    return Toolkit(tools)
+    from toolnexus._function import as_tool
+
+    return Toolkit(as_tool(item) for item in tools)

@@ -99,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from agent.cli._otel import export_from_env
+
+    shutdown = export_from_env()
     try:
         return command(args)
     except CliError as exc:
@@ -107,3 +110,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return EXIT_INTERRUPTED
+    finally:
+        if shutdown is not None:
+            shutdown()  # flush the spans of this command

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from agent.cli._exits import CliError
-from agent.cli._options import reason
+from agent.cli._options import reason, yaml_problem
 from agent.cli._toolkit import build_toolkit
 from agent.errors import ConfigurationError
 
@@ -118,7 +118,9 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
         scenario = read_scenario(Path(args.fake))
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"--fake: cannot read {args.fake}: {reason(exc)}") from None
-    except (ScenarioError, ValueError, yaml.YAMLError) as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise CliError(f"--fake: {yaml_problem(args.fake, exc)}") from None
+    except (ScenarioError, ValueError) as exc:
         raise CliError(f"--fake: {args.fake} is not a valid scenario: {exc}") from None
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)

@@ -117,3 +117,22 @@ def reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def yaml_problem(path: str | Path, exc: BaseException) -> str:
+    """Say in one line where and why a YAML file could not be read.
+
+    ``path:LINE:COLUMN: problem`` for a syntax error (lines and columns from 1), or
+    ``path: nested too deeply`` when the parser ran out of stack.
+
+    Args:
+        path: The file, as the user named it.
+        exc: What ``yaml.safe_load`` raised (a ``yaml.YAMLError`` or a ``RecursionError``).
+    """
+    if isinstance(exc, RecursionError):
+        return f"{path}: nested too deeply to read (lists or mappings inside each other)"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    return f"{where}: {problem}" + (f" ({context})" if context else "")

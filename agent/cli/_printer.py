@@ -29,10 +29,17 @@ from agent.events import (
 )
 
 if TYPE_CHECKING:
-    from agent import Agent, RunResult
+    from agent import Agent, Cost, RunResult
     from toolnexus import ToolResult
 
-__all__ = ["EventPrinter", "describe_call", "describe_result", "describe_retry", "stream_run"]
+__all__ = [
+    "EventPrinter",
+    "describe_call",
+    "describe_cost",
+    "describe_result",
+    "describe_retry",
+    "stream_run",
+]
 
 _WIDTH = 100
 """The longest tool-call or tool-result line shown; longer ones end in ``...``."""
@@ -68,6 +75,18 @@ def describe_retry(retry: RetryEvent) -> str:
         (model call failed: UNAVAILABLE; retrying after 1.3 s)
     """
     return f"(model call failed: {retry.status}; retrying after {retry.delay:.1f} s)"
+
+
+def describe_cost(cost: Cost) -> str | None:
+    """Return the line for what a run cost, or ``None`` when its model has no price.
+
+    ``cost: $0.000410 (gemini-2.5-flash prices of 2026-09-20)``, with ``~`` before the
+    figure when it is an estimate.
+    """
+    if cost.usd is None:
+        return None
+    mark = "~" if cost.estimated else ""
+    return f"cost: {mark}${cost.usd:.6f} ({cost.model} prices of {cost.prices_date})"
 
 
 def _shorten(text: str) -> str:

@@ -27,6 +27,8 @@ def result_record(
         "tool_calls": len(result.tool_calls),
         "reason": result.reason,
         "limit": result.limit,
+        "cost_usd": result.cost.usd,
+        "cost_estimated": result.cost.estimated,
     }
     if error:
         record["error"] = error

@@ -46,7 +46,7 @@ def load_tools(spec: str) -> list[Tool]:
         CliError: The spec is malformed, the module cannot be imported, or a value is
             neither a Tool nor a function ``define_tool`` can describe.
     """
-    from toolnexus import Tool, define_tool
+    from toolnexus._function import as_tool
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -64,15 +64,14 @@ def load_tools(spec: str) -> list[Tool]:
         raise CliError(f"--tools {spec}: module {module_name} has no attribute {attr!r}") from None
     tools: list[Tool] = []
     for item in value if isinstance(value, list | tuple) else [value]:
-        if isinstance(item, Tool):
-            tools.append(item)
-        elif callable(item):
-            try:
-                tools.append(define_tool(item))
-            except Exception as exc:  # a signature define_tool cannot describe
-                raise CliError(f"--tools {spec}: cannot make a tool of {item!r}: {exc}") from None
-        else:
-            raise CliError(f"--tools {spec}: {type(item).__name__} is not a Tool or a function")
+        try:
+            tools.append(as_tool(item))
+        except TypeError:
+            raise CliError(
+                f"--tools {spec}: {type(item).__name__} is not a Tool or a function"
+            ) from None
+        except Exception as exc:  # a signature define_tool cannot describe
+            raise CliError(f"--tools {spec}: cannot make a tool of {item!r}: {exc}") from None
     return tools
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._engine_flags import add_engine_flags
-from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, CliError
+from agent.cli._exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
 from agent.cli._records import crashed_record, result_record
 from agent.cli._toolkit import check_toolkit_flags
@@ -36,10 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Task", "add_parser", "command", "load_tasks", "read_finished"]
 
-_EPILOG = f"""\
+_EPILOG = """\
 tasks file (YAML or JSON): a list of tasks, or a mapping with `defaults` and `tasks`:
 
-  defaults: {{model: gemini-2.5-flash, max_turns: 10, system: "Be brief."}}
+  defaults: {model: gemini-2.5-flash, max_turns: 10, system: "Be brief."}
   tasks:
     - id: readme
       prompt: Summarise README.md in one sentence.
@@ -51,21 +51,31 @@ Each task needs a unique `id` and a `prompt`. A task's own fields win over `defa
 which win over the command-line flags.
 
 output: one JSON line per finished task, written as it finishes:
-  {{"id": ..., "status": "completed", "text": ..., "usage": {{...}}, "turns": 2,
-   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null}}
+  {"id": ..., "status": "completed", "text": ..., "usage": {...}, "turns": 2,
+   "duration": 1.23, "model": ..., "tool_calls": 1, "reason": null, "limit": null,
+   "cost_usd": 0.00041, "cost_estimated": false}
 `status` is completed, pending, blocked, incomplete or failed (then `error` says why).
 Run the same command again to resume: tasks already in the output are skipped
-(--retry-failed runs the failed ones again).
+(--retry-failed runs the failed ones again). The file is only ever appended to, so a task
+run again has several lines: the last line for an id is its result (the summary, the
+resume and --retry-failed all read it that way). One batch at a time writes a file: a
+second batch on the same --out refuses to start while the first runs.
+
+budget: with --budget-usd X no new task starts once the tasks recorded in the output
+(this run's and earlier runs') cost X dollars in total; tasks already running finish.
+Run again with a higher X to go on.
 
 examples:
   toolnexus-agent batch tasks.yaml --out results.jsonl
   toolnexus-agent batch tasks.yaml --out results.jsonl --concurrency 8 --skills ./skills
   toolnexus-agent batch tasks.yaml --out results.jsonl --fake scenario.yaml
+  toolnexus-agent batch tasks.yaml --out results.jsonl --budget-usd 2.50
 
-exit code: 0 when every task completed, 1 when any did not, 2 for a usage error,
-130 when interrupted (finished tasks are kept; run again to resume).
-
-{EXIT_CODES_HELP}"""
+exit codes:
+  0  every task completed
+  1  a task did not complete (its line says failed, pending, blocked or incomplete)
+  2  usage/config error (bad flags or tasks file, no API key, --out in use by another batch)
+  130 interrupted (Ctrl-C): finished tasks are kept; run the same command again to resume"""
 
 _TASK_KEYS = frozenset({"id", "prompt", "model", "system", "max_turns"})
 _DEFAULT_KEYS = _TASK_KEYS - {"id", "prompt"}
@@ -120,6 +130,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="run again the tasks whose recorded status is `failed`",
     )
+    parser.add_argument(
+        "--budget-usd",
+        type=float,
+        metavar="USD",
+        help="start no new task once the recorded tasks cost this many dollars in total",
+    )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
     add_engine_flags(parser)
@@ -148,8 +164,10 @@ def load_tasks(path: str | Path) -> list[Task]:
         data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"batch: cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:
         raise CliError(f"batch: {path} is not valid YAML: {exc}") from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise CliError(f"batch: {yaml_problem(path, exc)}") from None
     defaults: Mapping[str, Any] = {}
     if isinstance(data, Mapping):
         unknown = set(data) - {"defaults", "tasks"}
@@ -245,17 +263,68 @@ def read_finished(path: str | Path, err: TextIO) -> dict[str, str]:
     return finished
 
 
+def spent_usd(path: str | Path) -> float:
+    """Return the dollars the tasks recorded in an output file cost (0 when it is missing).
+
+    Args:
+        path: The JSON Lines output of earlier runs (after `read_finished` tidied it).
+    """
+    try:
+        lines = Path(path).read_bytes().splitlines()
+    except OSError:
+        return 0.0
+    total = 0.0
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        usd = record.get("cost_usd") if isinstance(record, dict) else None
+        if isinstance(usd, int | float):
+            total += usd
+    return total
+
+
+@dataclass
+class _Budget:
+    """The dollars the batch may spend and has spent (earlier runs included)."""
+
+    limit: float | None
+    spent: float
+    stopped: bool = False
+    """A task was left unstarted because the budget was reached."""
+
+    def allows(self) -> bool:
+        if self.limit is not None and self.spent >= self.limit:
+            self.stopped = True
+        return not self.stopped
+
+
 # --------------------------------------------------------------------------- output
 
 
 class _Output:
-    """Appends one JSON line per result with one ``write`` and an ``fsync``."""
+    """Appends one JSON line per result with one ``write`` and an ``fsync``.
+
+    The file is locked (an exclusive ``flock``, released when the process ends, however it
+    ends) so that two batches never write one output file.
+    """
 
     def __init__(self, path: str | Path) -> None:
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block the open
+            raise CliError(f"batch: --out {path} is not a regular file; name a file to write to")
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise CliError(f"batch: cannot open {path}: {exc.strerror or exc}") from None
+        try:
+            _lock(self._fd)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise CliError(
+                f"batch: {path} is in use by another batch; wait for it to finish, or write "
+                "to another --out file"
+            ) from None
 
     def append(self, record: Mapping[str, Any]) -> None:
         data = (json.dumps(record, ensure_ascii=False) + "\n").encode()
@@ -267,6 +336,15 @@ class _Output:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _lock(fd: int) -> None:
+    """Take an exclusive lock on ``fd`` without waiting (``BlockingIOError`` if held)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no advisory locks to take
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 @dataclass
@@ -335,6 +413,8 @@ def command(args: argparse.Namespace) -> int:
     """Run ``batch`` and return its exit code."""
     if args.concurrency < 1:
         raise CliError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.budget_usd is not None and args.budget_usd < 0:
+        raise CliError(f"--budget-usd must be 0 or more, got {args.budget_usd}")
     tasks = load_tasks(args.tasks)
     if args.engine == "dbos":
         from agent.cli._dbos_batch import submit
@@ -342,9 +422,23 @@ def command(args: argparse.Namespace) -> int:
         return submit(args, tasks)
     if args.out is None:
         raise CliError("batch: --out RESULTS.jsonl is required (or use --engine dbos)")
-    err = sys.stderr
     own = check_toolkit_flags(args)
     system = read_system(args.system)
+    output = _Output(args.out)  # locked before it is read, so no other batch is writing
+    try:
+        return _run_batch(args, tasks, own, system, output)
+    finally:
+        output.close()
+
+
+def _run_batch(
+    args: argparse.Namespace,
+    tasks: list[Task],
+    own: list[Tool],
+    system: str | None,
+    output: _Output,
+) -> int:
+    err = sys.stderr
     finished = read_finished(args.out, err)
     todo = [
         task
@@ -354,22 +448,27 @@ def command(args: argparse.Namespace) -> int:
     skipped = len(tasks) - len(todo)
     if skipped:
         err.write(f"{skipped} of {len(tasks)} tasks are already in {args.out}; skipping them\n")
-    output = _Output(args.out)
+    budget = _Budget(args.budget_usd, spent_usd(args.out))
     progress = _Progress(len(todo), err, err.isatty())
     try:
-        if todo:
+        if todo and budget.allows():
             with agent_log(args.verbose):
-                asyncio.run(_batch(args, todo, own, system, output, progress, finished))
+                asyncio.run(_batch(args, todo, own, system, output, progress, finished, budget))
     except KeyboardInterrupt:
         progress.close()
         err.write(f"interrupted: {progress.done} tasks recorded this run; run again to resume\n")
-        raise
-    finally:
-        output.close()
+        return EXIT_INTERRUPTED
     progress.close()
     statuses = [finished.get(task.id, "missing") for task in tasks]
     counts = {status: statuses.count(status) for status in dict.fromkeys(statuses)}
     summary = ", ".join(f"{count} {status}" for status, count in counts.items())
+    err.write(f"cost: ${budget.spent:.6f} for the tasks recorded in {args.out}\n")
+    if budget.stopped:
+        left = statuses.count("missing")
+        err.write(
+            f"budget of ${budget.limit:g} reached: {left} tasks not started; "
+            "run again with a higher --budget-usd to go on\n"
+        )
     err.write(f"{len(tasks)} tasks: {summary}; results in {args.out}\n")
     return EXIT_OK if set(statuses) == {"completed"} else EXIT_FAILED
 
@@ -382,6 +481,7 @@ async def _batch(
     output: _Output,
     progress: _Progress,
     finished: dict[str, str],
+    budget: _Budget,
 ) -> None:
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for task in todo:
@@ -400,10 +500,11 @@ async def _batch(
             return agents[key]
 
         async def worker() -> None:
-            while not queue.empty():
+            while not queue.empty() and budget.allows():
                 task = queue.get_nowait()
                 progress.started()
                 record, retries = await _run_task(agent_for, task, factory.model)
+                budget.spent += record.get("cost_usd") or 0.0
                 output.append(record)
                 finished[task.id] = record["status"]
                 progress.finished(record, retries)

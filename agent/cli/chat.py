@@ -14,7 +14,14 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from agent.cli._exits import EXIT_CODES_HELP, EXIT_OK, CliError
+from agent.cli._exits import (
+    EXIT_CODES_HELP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CliError,
+    exit_code,
+)
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
@@ -33,10 +40,14 @@ examples:
   toolnexus-agent chat
   toolnexus-agent chat --skills ./skills --system "You are a terse assistant."
   toolnexus-agent chat --session work --store chats.db    # continue it another day
-  toolnexus-agent chat --fake examples/scenarios/demo.yaml
+  toolnexus-agent chat --fake examples/scenarios/chat.yaml  # say your name, then ask it
 
 keys: Enter sends a line; Ctrl-C cancels the answer in progress (the conversation so far
-is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation.
+is kept); Ctrl-D (or /exit) ends the chat. /new starts a fresh conversation; /compact
+summarises the older part of this one now (it is also done by itself when it grows long).
+
+The exit code is that of the last turn (0 when no turn ran), so a script that pipes lines
+into chat sees whether its last question was answered.
 
 {EXIT_CODES_HELP}"""
 
@@ -57,7 +68,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--session", metavar="ID", help="the conversation to continue (default: a new one)"
+        "--session",
+        metavar="ID",
+        help="the conversation to continue (needs --store; default: a new one in memory)",
     )
     parser.add_argument(
         "--store", metavar="PATH", help="a SQLite file that keeps conversations between chats"
@@ -68,9 +81,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run ``chat`` until Ctrl-D or ``/exit``; return the exit code."""
+    """Run ``chat`` until Ctrl-D or ``/exit``; return the last turn's exit code."""
     from agent import SqliteStore
 
+    if args.session is not None and args.store is None:
+        raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     with agent_log(args.verbose), asyncio.Runner() as runner:
@@ -90,24 +105,26 @@ def command(args: argparse.Namespace) -> int:
             )
             session = args.session or f"chat-{time.time_ns()}"
             sys.stderr.write(f"chat with {agent.model} ({len(toolkit)} tools). {_HELP_LINE}\n")
-            _loop(runner, agent, session)
+            code = _loop(runner, agent, session)
             factory.report(sys.stderr)
         finally:
             runner.run(stack.aclose())
-    return EXIT_OK
+    return code
 
 
-def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
-    from agent import SessionBusyError
+def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
+    """Talk until Ctrl-D or ``/exit``; return the exit code of the last turn."""
+    from agent import SessionError
 
     out, err = sys.stdout, sys.stderr
     printer = EventPrinter(out, err)
+    code = EXIT_OK
     while True:
         try:
             line = input("you> ")
         except EOFError:
             out.write("\n")
-            return
+            return code
         except KeyboardInterrupt:
             out.write(f"\n({_HELP_LINE})\n")
             continue
@@ -115,7 +132,10 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
         if not text:
             continue
         if text in ("/exit", "/quit"):
-            return
+            return code
+        if text == "/compact":
+            _compact(runner, agent, session)
+            continue
         if text == "/new":
             session = f"chat-{time.time_ns()}"
             err.write("(a new conversation)\n")
@@ -125,13 +145,33 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> None:
         except KeyboardInterrupt:
             out.flush()
             err.write("\n(turn cancelled)\n")
+            code = EXIT_INTERRUPTED
             continue
         except RunError as exc:
             err.write(f"error: {exc}\n")
+            code = EXIT_FAILED
             continue
-        except (ConfigurationError, SessionBusyError) as exc:
+        except (ConfigurationError, SessionError) as exc:
             raise CliError(f"chat: {exc}") from None
+        code = exit_code(result)
         if result.status == "pending" and result.pending is not None:
             err.write(f"(the model asked: {result.pending['prompt']} — no answer was given)\n")
         elif result.status != "completed":
             err.write(f"({result.status}: {result.limit or result.reason or ''})\n")
+
+
+def _compact(runner: asyncio.Runner, agent: Agent, session: str) -> None:
+    """Compact the conversation now (``/compact``) and say what it did."""
+    try:
+        result = runner.run(agent.compact(session=session))
+    except ConfigurationError:  # a new conversation: no history yet
+        sys.stderr.write("(nothing to compact yet)\n")
+        return
+    except RunError as exc:
+        sys.stderr.write(f"(could not compact: {exc})\n")
+        return
+    if not result.usage.total:  # no summary was written: the conversation is still short
+        sys.stderr.write("(nothing to compact yet)\n")
+        return
+    kept = len(result.contents)
+    sys.stderr.write(f"(compacted: the older turns summarised, {kept} messages kept)\n")

@@ -16,7 +16,7 @@ from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
-from agent.cli._printer import EventPrinter, stream_run
+from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import ConfigurationError, RunError
@@ -32,7 +32,8 @@ examples:
   toolnexus-agent run "How many Python files are in this folder?"
   toolnexus-agent run --skills ./skills --disable bash "Greet me with the hello skill"
   toolnexus-agent run --json "Summarise README.md" > result.json
-  toolnexus-agent run --fake examples/scenarios/weather.yaml "Weather in Paris?"
+  toolnexus-agent run --fake examples/scenarios/weather.yaml \\
+      --tools examples.weather_tools:TOOLS "What is the weather in Paris?"
   toolnexus-agent run --session s1 --store chats.db "Remember: my name is Ada"
   echo "a long prompt" | toolnexus-agent run -
 
@@ -102,7 +103,7 @@ def command(args: argparse.Namespace) -> int:
 async def _run(
     args: argparse.Namespace, prompt: str | None, own: list[Tool], system: str | None
 ) -> int:
-    from agent import SessionBusyError, SqliteStore
+    from agent import SessionError, SqliteStore
 
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
@@ -124,7 +125,7 @@ async def _run(
                 result = await stream_run(agent, prompt, printer, session=args.session)
         except RunError as exc:
             failed, result = str(exc), exc.result
-        except (ConfigurationError, SessionBusyError) as exc:
+        except (ConfigurationError, SessionError) as exc:
             raise CliError(f"run: {exc}") from None
         finally:
             if store is not None:
@@ -154,3 +155,6 @@ def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str
     elif result.status != "completed":
         detail = result.limit or result.reason or ""
         err.write(f"{result.status}: {detail}\n")
+    cost = describe_cost(result.cost)
+    if cost is not None:
+        err.write(cost + "\n")

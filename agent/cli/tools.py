@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import json
 import sys
+import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agent.cli._exits import EXIT_OK
@@ -14,7 +16,7 @@ from agent.cli._options import add_toolkit_flags
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 
 if TYPE_CHECKING:
-    from toolnexus import Tool
+    from toolnexus import Skill, Tool
 
 __all__ = ["add_parser", "command"]
 
@@ -25,6 +27,7 @@ _EPILOG = """\
 examples:
   toolnexus-agent tools
   toolnexus-agent tools --skills ./skills --disable bash --disable webfetch
+  toolnexus-agent tools --skills ./skills -v
   toolnexus-agent tools --format gemini > tools.json
   toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai
 
@@ -38,8 +41,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list the tools, or print them as Gemini/OpenAI/Anthropic JSON",
         description=(
             "Build the toolkit the flags describe (the same flags as `run`) and list each\n"
-            "tool's name, source and the first line of its description; with --format,\n"
-            "print the declarations exactly as they would be sent to that provider."
+            "tool's name, source and the first line of its description, then the skills\n"
+            "the model sees (-v: and the SKILL.md files skipped, with reasons); with\n"
+            "--format, print the declarations exactly as they would be sent to that provider."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -48,6 +52,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--format",
         choices=("gemini", "openai", "anthropic"),
         help="print the rendered JSON for this provider instead of the list",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also list the SKILL.md files that were skipped, each with its reason",
     )
     add_toolkit_flags(parser)
     parser.set_defaults(command=command)
@@ -82,4 +92,30 @@ async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
             )
         if not tools:
             sys.stderr.write("(no tools: every source is empty or disabled)\n")
+        _skills(toolkit.skills, args.skills if args.verbose else [])
     return EXIT_OK
+
+
+def _skills(skills: Sequence[Skill], skills_dirs: list[str]) -> None:
+    """List the skills the model sees and, for ``skills_dirs``, the files skipped."""
+    import toolnexus as tn
+
+    if skills:
+        width = max(len(skill.name) for skill in skills)
+        sys.stdout.write(f"\nskills ({len(skills)}):\n")
+        for skill in skills:
+            about = (
+                " ".join((skill.description or "").split())
+                or "(no description: not in the catalog)"
+            )
+            if len(about) > _FIRST_LINE:
+                about = about[: _FIRST_LINE - 3].rstrip() + "..."
+            sys.stdout.write(f"  {skill.name:<{width}}  {about}\n")
+    if not skills_dirs:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # build has already warned about these
+        skipped = tn.list_skills(skills_dirs).skipped
+    sys.stdout.write(f"\nskipped ({len(skipped)}):\n")
+    for item in skipped:
+        sys.stdout.write(f"  {item.path}  {item.reason}: {item.detail}\n")

@@ -390,7 +390,7 @@ class FakeGemini:
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
         if self.strict:
-            problem = check_request(record.body, self._state.book)
+            problem = check_request(record.body, self._state.book, record.model)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
         value = self._next_reply(record)

@@ -1,10 +1,15 @@
 """Thought signatures of the fake Gemini: issued as HMACs, so any fake with the key checks them.
 
-A signature is an HMAC-SHA256 (truncated to 24 bytes) of the content it is put on (the id,
-name and arguments of a step's first function call, or the text of a signed text part)
-under a signing key. A fake, in this process or a later one, accepts a signature it could
-have issued for that very call; a corrupted one, one moved to another call, or one made
-without the key is refused, with no state shared between fakes.
+A signature is an HMAC-SHA256 (truncated to 24 bytes) of the content it is put on (the name
+and arguments of a step's first function call, or the text of a signed text part) under a
+signing key. A fake, in this process or a later one, accepts a signature it could have
+issued for that very call; a corrupted one, one moved to another call, or one made without
+the key is refused, with no state shared between fakes.
+
+The call's ``id`` is not part of it: the real API ties a signature to the part's content
+and position, and accepted echoed signatures on calls whose id the client filled in
+(recorded traffic, gemini-2.5-flash, gemini-2.5-pro and Gemini 3 models). The position is
+checked by the rules: the signature must be on the step's first function call.
 """
 
 from __future__ import annotations
@@ -18,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["DEFAULT_SIGNING_KEY", "DUMMY_SIGNATURES", "SignatureBook", "decode_signature"]
+__all__ = [
+    "DEFAULT_SIGNING_KEY",
+    "DUMMY_SIGNATURES",
+    "SignatureBook",
+    "call_key",
+    "decode_signature",
+]
 
 DEFAULT_SIGNING_KEY: Final = b"agent.testing.FakeGemini thought signatures"
 """The key every ``FakeGemini`` signs with unless given ``signing_key=``."""
@@ -57,10 +68,15 @@ def is_dummy(raw: Any) -> bool:
 def _signed_content(part: Mapping[str, Any]) -> bytes:
     call = part.get("functionCall")
     if isinstance(call, Mapping):
-        content: list[Any] = ["call", call.get("id"), call.get("name"), call.get("args") or {}]
+        content: list[Any] = ["call", call.get("name"), call.get("args") or {}]
     else:
         content = ["text", part.get("text")]
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def call_key(call: Mapping[str, Any]) -> str:
+    """Return what identifies a function call for the signature rules: its name and args."""
+    return _signed_content({"functionCall": call}).decode()
 
 
 @dataclass
@@ -69,16 +85,16 @@ class SignatureBook:
 
     Signatures the fake issues are HMACs under ``key`` (see the module doc), checked without
     memory. Signatures given explicitly in a script (``reply(..., signature=b"...")``) and
-    steps sent unsigned (Gemini 2.5 style) are remembered per fake, by first call
-    ``(id, name)``.
+    steps sent unsigned (Gemini 2.5 style) are remembered per fake, by the first call's
+    name and arguments (`call_key`).
     """
 
     key: bytes = DEFAULT_SIGNING_KEY
     """The HMAC key."""
-    signed: dict[bytes, set[tuple[str | None, str]]] = field(default_factory=dict)
-    """Signature bytes sent -> the (id, name) of the calls they were put on."""
-    unsigned: set[tuple[str | None, str]] = field(default_factory=set)
-    """(id, name) of first calls of steps sent without a signature."""
+    signed: dict[bytes, set[str]] = field(default_factory=dict)
+    """Signature bytes sent -> the `call_key` of the calls they were put on."""
+    unsigned: set[str] = field(default_factory=set)
+    """The `call_key` of first calls of steps sent without a signature."""
 
     def sign(self, part: Mapping[str, Any]) -> bytes:
         """Return the signature for a wire part (its ``functionCall``, else its ``text``)."""
@@ -86,8 +102,7 @@ class SignatureBook:
 
     def accepts(self, signature: bytes, call: Mapping[str, Any]) -> bool:
         """Tell whether ``signature`` is valid on the first function call ``call`` of a step."""
-        key = (call.get("id"), str(call.get("name")))
-        if key in self.signed.get(signature, ()):
+        if call_key(call) in self.signed.get(signature, ()):
             return True
         return hmac.compare_digest(signature, self.sign({"functionCall": call}))
 
@@ -96,8 +111,7 @@ class SignatureBook:
         first = next((p for p in parts if isinstance(p.get("functionCall"), Mapping)), None)
         if first is None:
             return
-        call = first["functionCall"]
-        key = (call.get("id"), str(call.get("name")))
+        key = call_key(first["functionCall"])
         signature = decode_signature(first.get("thoughtSignature"))
         if signature is None:
             self.unsigned.add(key)

@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from agent.testing._signatures import SignatureBook, decode_signature, is_dummy
+from agent.testing._signatures import SignatureBook, call_key, decode_signature, is_dummy
 
-__all__ = ["check_request", "normalize"]
+__all__ = ["check_request", "lenient_family", "normalize"]
 
 # Values under these keys are user data (arguments, results, free JSON Schema): never renamed.
 _OPAQUE: Final = frozenset(
@@ -171,19 +171,36 @@ class _Invalid(Exception):
     """One broken rule; its message goes into the 400 body."""
 
 
-def check_request(body: Any, book: SignatureBook | None = None) -> str | None:
+_GEMINI_VERSION: Final = re.compile(r"gemini-(\d+)")
+
+
+def lenient_family(model: str | None) -> bool:
+    """Tell whether ``model`` is a Gemini 1.x/2.x model, with the looser 2.x rules.
+
+    Recorded traffic shows the API accepting there what Gemini 3 refuses: unsigned call
+    turns, and answers split over several user contents. Unknown names (``gemini-test``, a
+    tuned model) get the strict Gemini 3 rules.
+    """
+    found = _GEMINI_VERSION.search(model or "")
+    return found is not None and int(found.group(1)) < 3
+
+
+def check_request(
+    body: Any, book: SignatureBook | None = None, model: str | None = None
+) -> str | None:
     """Return why the real API would refuse this (normalised) request body, or ``None``.
 
-    ``book`` enables the thought-signature rules; without it they are skipped.
+    ``book`` enables the thought-signature rules; without it they are skipped. ``model``
+    (the name in the request's path) picks the family's rules, see `lenient_family`.
     """
     try:
-        _check(body, book)
+        _check(body, book, lenient_family(model))
     except _Invalid as exc:
         return str(exc)
     return None
 
 
-def _check(body: Any, book: SignatureBook | None) -> None:
+def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None:
     if not isinstance(body, dict):
         raise _Invalid("Invalid JSON payload received. Expected a JSON object as the request body.")
     for key in body:
@@ -201,9 +218,9 @@ def _check(body: Any, book: SignatureBook | None) -> None:
     _check_tools(body.get("tools"))
     _check_tool_config(body.get("toolConfig"))
     _check_generation_config(body.get("generationConfig"))
-    _check_pairing(contents)
+    _check_pairing(contents, split_ok=lenient)
     if book is not None:
-        _check_signatures(contents, book)
+        _check_signatures(contents, book, missing_ok=lenient)
 
 
 def _check_object(
@@ -236,6 +253,8 @@ def _check_content(content: Any, where: str, *, system: bool = False) -> None:
 def _check_part(part: Any, where: str, role: Any) -> None:
     part = _check_object(part, where, "Part", _PART_KEYS)
     data = [key for key in _PART_DATA if key in part]
+    if not data and "videoMetadata" in part:
+        return  # recorded: a part holding only videoMetadata is accepted
     if len(data) != 1:
         found = ", ".join(data) or "none"
         raise _Invalid(
@@ -280,6 +299,8 @@ def _check_function_part(
 def _check_tools(tools: Any) -> None:
     if tools is None:
         return
+    if isinstance(tools, dict):
+        tools = [tools]  # recorded: one Tool object in place of the list is accepted
     if not isinstance(tools, list):
         raise _Invalid("Invalid value at 'tools': expected a list of Tool objects.")
     seen: set[str] = set()
@@ -385,7 +406,9 @@ def _responses(content: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [p["functionResponse"] for p in content.get("parts", []) if "functionResponse" in p]
 
 
-def _check_pairing(contents: list[dict[str, Any]]) -> None:
+def _check_pairing(contents: list[dict[str, Any]], *, split_ok: bool = False) -> None:
+    if split_ok:
+        contents = _joined_responses(contents)
     for index, content in enumerate(contents):
         responses = _responses(content)
         if not responses:
@@ -413,6 +436,24 @@ def _check_pairing(contents: list[dict[str, Any]]) -> None:
                 f"call turn. (contents[{index}] holds function calls that contents[{index + 1}] "
                 "does not answer.)"
             )
+
+
+def _joined_responses(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join consecutive user contents of function responses into one (the 2.x API does)."""
+    joined: list[dict[str, Any]] = []
+    for content in contents:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and content.get("role", "user") == "user"
+            and previous.get("role", "user") == "user"
+            and _responses(previous)
+            and len(_responses(content)) == len(content.get("parts", []))
+        ):
+            joined[-1] = {**previous, "parts": [*previous["parts"], *content["parts"]]}
+        else:
+            joined.append(content)
+    return joined
 
 
 def _match_responses(
@@ -461,7 +502,9 @@ def _current_turn_start(contents: list[dict[str, Any]]) -> int:
     return 0
 
 
-def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> None:
+def _check_signatures(
+    contents: list[dict[str, Any]], book: SignatureBook, *, missing_ok: bool = False
+) -> None:
     for index in range(_current_turn_start(contents), len(contents)):
         content = contents[index]
         if content.get("role") != "model":
@@ -470,10 +513,9 @@ def _check_signatures(contents: list[dict[str, Any]], book: SignatureBook) -> No
         if first is None:
             continue
         call = first["functionCall"]
-        key = (call.get("id"), call["name"])
         raw = first.get("thoughtSignature")
         if raw is None:
-            if key in book.unsigned:
+            if missing_ok or call_key(call) in book.unsigned:
                 continue
             raise _Invalid(
                 "Function call is missing a thought_signature in functionCall parts. This is "

@@ -11,8 +11,10 @@ from agent._decide import (
     TurnLimits,
     call_signature,
     decide,
+    record_results,
 )
 from agent._response import Call, ModelResponse
+from toolnexus import ToolResult
 
 LIMITS = TurnLimits(malformed_retries=2, empty_retries=1, repeat_limit=3)
 CALLS = [Call("read", {"path": "a"}, "1")]
@@ -35,19 +37,30 @@ def test_a_final_answer_completes_the_run_with_its_text():
     assert streaks == Streaks()
 
 
-def test_calls_are_run_and_remembered_for_the_repeat_breaker():
+def test_calls_are_run_and_their_results_remembered_for_the_repeat_breaker():
     step, streaks = step_after(response(calls=CALLS, finish_reason="STOP"))
     assert step == RunCalls(CALLS)
+    assert streaks == FRESH  # nothing ran yet
+    streaks = record_results(streaks, CALLS, [ToolResult("x")])
     assert (streaks.repeats, streaks.last_calls) == (1, call_signature(CALLS))
 
 
-def test_the_same_calls_repeat_limit_turns_in_a_row_are_refused():
+def run_turns(results: list[str]) -> list[object]:
+    """Decide the same call turn after turn, the tool giving ``results`` in order."""
     r = response(calls=CALLS, finish_reason="STOP")
     streaks = Streaks()
     steps = []
-    for _ in range(3):
+    for output in results:
         step, streaks = step_after(r, streaks)
         steps.append(step)
+        if not isinstance(step, RunCalls):
+            break
+        streaks = record_results(streaks, step.calls, [ToolResult(output)])
+    return steps
+
+
+def test_the_same_calls_with_the_same_results_repeat_limit_turns_in_a_row_are_refused():
+    steps = run_turns(["same", "same", "same"])
     assert steps[:2] == [RunCalls(CALLS), RunCalls(CALLS)]
     stop = steps[2]
     assert isinstance(stop, Stop)
@@ -55,14 +68,24 @@ def test_the_same_calls_repeat_limit_turns_in_a_row_are_refused():
     assert stop.refusal is not None and "3 turns in a row" in stop.refusal
 
 
+def test_the_same_call_with_new_results_each_turn_is_progress_not_a_loop():
+    # Recorded Gemini 3 traffic: a no-argument generate_topic() called once per turn, a new
+    # topic each time, then the answer.
+    assert run_turns(["a", "b", "c", "d", "e"]) == [RunCalls(CALLS)] * 5
+    # A result seen before, but not on the turn before, starts the count again too.
+    assert run_turns(["a", "b", "a", "b", "a"]) == [RunCalls(CALLS)] * 5
+
+
 def test_different_calls_restart_the_repeat_count():
     first = response(calls=CALLS, finish_reason="STOP")
-    other = response(calls=[Call("read", {"path": "b"}, "2")], finish_reason="STOP")
-    _, streaks = step_after(first)
-    _, streaks = step_after(first, streaks)
-    step, streaks = step_after(other, streaks)
+    other = [Call("read", {"path": "b"}, "2")]
+    streaks = record_results(FRESH, CALLS, [ToolResult("x")])
+    streaks = record_results(streaks, CALLS, [ToolResult("x")])
+    step, _ = step_after(first, streaks)
+    assert isinstance(step, Stop)
+    step, _ = step_after(response(calls=other, finish_reason="STOP"), streaks)
     assert isinstance(step, RunCalls)
-    assert streaks.repeats == 1
+    assert record_results(streaks, other, [ToolResult("x")]).repeats == 1
 
 
 def test_malformed_responses_are_asked_again_then_stop_without_keeping_the_turn():

@@ -157,3 +157,13 @@ def test_split_valid_keeps_order_and_collects_problems():
     kept, problems = split_valid([decl("a"), decl("1b"), decl("c")])
     assert [d["name"] for d in kept] == ["a", "c"]
     assert [p.tool for p in problems] == ["1b"]
+
+
+def test_the_preflight_docs_say_what_the_code_does_with_undeclared_required_names():
+    # The code sends such a tool as written (valid JSON Schema); the docs used to list it
+    # among the reasons a tool is left out.
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "agent-loop.md").read_text("utf-8")
+    assert "`required` naming an undeclared" not in text
+    assert "is **not** a\nproblem" in text

@@ -1,11 +1,19 @@
-"""The quick-start example runs offline (no key) end to end."""
+"""The quick-start example runs offline (no key) end to end, and fails in one line offline."""
 
 from __future__ import annotations
 
 import os
+import runpy
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
+
+import pytest
+
+from agent import RetryPolicy, _agent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,3 +32,31 @@ def test_quickstart_runs_offline():
     assert "-> skill({'name': 'hello-world'})" in done.stdout
     assert "<- forecast: Sunny in Paris, 21 C" in done.stdout
     assert "[completed] 3 turns" in done.stdout
+
+
+@pytest.fixture
+def unreachable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A key and an endpoint on 127.0.0.1 that refuses connections; retries do not wait."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", url)
+        monkeypatch.setattr(_agent, "RetryPolicy", partial(RetryPolicy, sleep=no_wait))
+        yield url
+
+
+async def no_wait(seconds: float) -> None:
+    return None
+
+
+async def test_quickstart_without_network_says_so_in_one_line(unreachable, capsys):
+    example = runpy.run_path(str(ROOT / "examples" / "agent_quickstart.py"))
+    code = await example["main"]()
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.count("(model call failed: NETWORK_ERROR; retrying in") == 4
+    (line,) = err.splitlines()
+    assert line.startswith("error: Gemini call failed after 5 attempts: NETWORK_ERROR: ")
+    assert "could not reach 127.0.0.1" in line
+    assert "check the network connection" in line

@@ -161,6 +161,23 @@ async def test_finish_policy(fakes, script, status, limit, reason):
     assert (result.status, result.limit, result.reason) == (status, limit, reason)
 
 
+async def test_a_no_argument_call_with_new_results_each_turn_runs_to_the_answer(fakes):
+    # As in recorded Gemini 3 traffic: generate_topic() once per turn, a new topic each
+    # time, four turns, then the answer. Not a loop: the results differ.
+    topics = iter(["tides", "bees", "glaciers", "comets"])
+    tk = toolkit([Tool("generate_topic", lambda a, c: next(topics), "A topic.", {})])
+    calls = [reply(function_call("generate_topic", {})) for _ in range(4)]
+    fake = fake_of(fakes, [*calls, "Four topics: tides, bees, glaciers, comets."])
+    result = await agent_on(fake, tk, model="gemini-3-flash-preview").run("Four topics.")
+    assert (result.status, result.limit, result.turns) == ("completed", None, 5)
+    assert [call.result.output for call in result.tool_calls] == [
+        "tides",
+        "bees",
+        "glaciers",
+        "comets",
+    ]
+
+
 async def test_max_turns(fakes):
     fake = fake_of(fakes, [function_call("echo", {"text": str(n)}) for n in range(2)])
     result = await agent_on(fake, echo_toolkit(), max_turns=2).run("go")
@@ -240,3 +257,30 @@ async def test_over_a_real_loopback_server_with_the_default_client(fakes):
             await agent.aclose()
     assert result.text == "over the wire"
     assert fake.requests[1].function_responses[0]["response"]["output"] == "echo:net"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_answer_of_only_an_image_is_an_answer_kept_in_the_result(fakes, streaming):
+    png = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    fake = fake_of(fakes, [reply(png)])
+    agent = agent_on(fake, model="gemini-2.5-flash-image")
+    if streaming:
+        events = [event async for event in agent.stream("Draw a cat.")]
+        result = events[-1].result
+    else:
+        result = await agent.run("Draw a cat.")
+    assert (result.status, result.text, result.turns) == ("completed", "", 1)
+    assert len(fake.requests) == 1  # not asked again: one generation billed
+    assert result.contents[-1] == {"role": "model", "parts": [png]}
+
+
+@pytest.mark.parametrize("prompt", [["hi"], 42, b"hi", {"text": "hi"}])
+async def test_a_prompt_that_is_not_text_is_refused_before_anything_is_sent(fakes, prompt):
+    fake = fake_of(fakes, [])
+    agent = agent_on(fake)
+    with pytest.raises(TypeError, match=f"the prompt must be a str, got {type(prompt).__name__}"):
+        await agent.run(prompt)
+    with pytest.raises(TypeError, match="the prompt must be a str"):
+        async for _ in agent.stream(prompt):
+            pass
+    assert fake.requests == []

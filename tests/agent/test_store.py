@@ -20,6 +20,7 @@ import pytest
 from agent import (
     MemoryStore,
     SessionBusyError,
+    SessionError,
     SqliteStore,
     Store,
     Transcript,
@@ -553,3 +554,45 @@ async def test_sqlite_cancelled_while_acquiring_leaves_no_lease(tmp_path: Path) 
         conn.close()
         async with session_lock(s, "chat"):
             pass
+
+
+async def test_a_file_that_is_not_a_session_store_is_a_session_error_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    garbage = tmp_path / "notes.db"
+    garbage.write_text("my notes, not a database\n" * 100)
+    before = garbage.read_bytes()
+    async with SqliteStore(garbage) as store:
+        with pytest.raises(SessionError, match=r"notes.db: is not a session store, or is damaged"):
+            await store.get("s")
+        with pytest.raises(SessionError, match="left untouched"):
+            await store.save("s", transcript(USER_TURN))
+    assert garbage.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_a_read_only_store_says_so() -> None:
+    from agent._store_sqlite import _unusable
+
+    error = _unusable(
+        Path("s.db"), sqlite3.OperationalError("attempt to write a readonly database")
+    )
+    assert str(error) == (
+        "session store s.db: is read-only; make it (and its folder) writable, or choose "
+        "another path"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+async def test_a_read_only_store_file_is_a_session_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with SqliteStore(path) as store:
+        await store.save("s", transcript(USER_TURN))
+    path.chmod(0o444)
+    tmp_path.chmod(0o555)
+    try:
+        async with SqliteStore(path) as store:
+            with pytest.raises(SessionError, match="is read-only"):
+                await store.save("s", transcript(USER_TURN, MODEL_TURN))
+    finally:
+        tmp_path.chmod(0o755)

@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
+from agent.cli import main
 from agent.testing import FakeGemini, delay, error
 from agent.testing._replies import ReplyLike
 from tests.cli.conftest import Cli, Hold, cli_env, wait_for_request_handlers
@@ -185,6 +190,35 @@ def test_bad_task_files_are_usage_errors(cli: Cli, workdir: Path) -> None:
     assert not (workdir / "o.jsonl").exists()
 
 
+def test_yaml_syntax_errors_are_one_line_with_file_line_and_column(cli: Cli, workdir: Path) -> None:
+    (workdir / "bad.yaml").write_text("tasks:\n  - id: a\n    prompt: [unclosed\n", "utf-8")
+    code, out, err = cli("batch", "bad.yaml", "--out", "o.jsonl")
+    assert (code, out) == (2, "")
+    assert err == (
+        "batch: bad.yaml:4:1: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence)\n"
+    )
+    code, _, err = cli("run", "--fake", "bad.yaml", "hi")
+    assert code == 2
+    assert err.splitlines() == [err.strip()] and err.startswith("--fake: bad.yaml:4:1: ")
+
+
+def test_a_deeply_nested_tasks_file_is_one_line(cli: Cli, workdir: Path) -> None:
+    (workdir / "deep.yaml").write_text("[" * 5000 + "]" * 5000 + "\n", "utf-8")
+    code, _, err = cli("batch", "deep.yaml", "--out", "o.jsonl")
+    assert code == 2
+    assert (
+        err == "batch: deep.yaml: nested too deeply to read (lists or mappings inside each other)\n"
+    )
+    code, _, err = cli("run", "--fake", "deep.yaml", "hi")
+    assert code == 2
+    assert (
+        err
+        == "--fake: deep.yaml: nested too deeply to read (lists or mappings inside each other)\n"
+    )
+    assert not (workdir / "o.jsonl").exists()
+
+
 def test_progress_bar_on_a_terminal(workdir: Path) -> None:
     _write_tasks(workdir / "tasks.yaml", 3)
     fake = FakeGemini(_answer_by_prompt())
@@ -228,3 +262,94 @@ def test_a_tasks_model_call_retries_are_shown(cli: Cli, workdir: Path) -> None:
     assert retry + "[1/1] flaky completed" in err
     (record,) = _records(workdir / "r.jsonl")
     assert record["text"] == "done" and len(fake.requests) == 2
+
+
+@contextmanager
+def _held_batch(
+    workdir: Path, answer: str
+) -> Iterator[tuple[subprocess.Popen[str], FakeGemini, Any]]:
+    """Run ``batch`` (3 tasks) in a subprocess whose replies are held back until the end.
+
+    Yields once its first request reached the fake; afterwards the replies are released and
+    a batch still running is waited for (or killed, if it does not end).
+    """
+    _write_tasks(workdir / "tasks.yaml", 3)
+    hold = Hold()
+    fake = FakeGemini(hold.reply(answer))
+    with fake.serve() as server:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "agent", *_batch("out.jsonl", "--concurrency", "1")],
+            cwd=workdir,
+            env=cli_env(server),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not fake.requests:
+                assert first.poll() is None, "the batch ended before its first request"
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            yield first, fake, server
+        finally:
+            hold.release()
+            try:
+                first.communicate(timeout=60)
+            finally:
+                if first.poll() is None:
+                    first.kill()
+                    first.wait()
+
+
+def test_ctrl_c_says_interrupted_once_and_exits_130(workdir: Path) -> None:
+    with _held_batch(workdir, "late") as (first, _, _):
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    assert err.count("interrupted") == 1, err
+    assert err.endswith("interrupted: 0 tasks recorded this run; run again to resume\n")
+
+
+def test_a_second_batch_on_the_same_output_refuses_to_start(cli: Cli, workdir: Path) -> None:
+    with _held_batch(workdir, "answer") as (first, fake, server):
+        code, _, err = cli(*_batch("out.jsonl"), server=server)
+        assert code == 2
+        assert err == (
+            "batch: out.jsonl is in use by another batch; wait for it to finish, or write "
+            "to another --out file\n"
+        )
+        assert len(fake.requests) == 1  # the second batch ran nothing
+    assert first.returncode == 0
+    assert sorted(r["id"] for r in _records(workdir / "out.jsonl")) == ["t00", "t01", "t02"]
+
+
+def test_batch_help_has_one_exit_code_list_and_says_the_last_line_wins(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["batch", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.count("exit code") == 1
+    assert "3 pending" not in text and "4 incomplete" not in text  # codes batch never ends with
+    assert "the last line for an id is its result" in text
+
+
+def test_a_retried_task_counts_by_its_last_line(cli: Cli, workdir: Path) -> None:
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump([{"id": "a", "prompt": "go"}]), "utf-8")
+    fake = FakeGemini([error(400, "INVALID_ARGUMENT", "no"), "done"])
+    with fake.serve() as server:
+        assert cli(*_batch("r.jsonl"), server=server)[0] == 1
+        code, _, err = cli(*_batch("r.jsonl", "--retry-failed"), server=server)
+    assert code == 0, err
+    assert [r["status"] for r in _records(workdir / "r.jsonl")] == ["failed", "completed"]
+    assert err.endswith("1 tasks: 1 completed; results in r.jsonl\n")
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused_at_once(cli: Cli, workdir: Path) -> None:
+    _write_tasks(workdir / "tasks.yaml", 1)
+    os.mkfifo(workdir / "fifo.jsonl")
+    (workdir / "folder.jsonl").mkdir()
+    for name in ("fifo.jsonl", "folder.jsonl"):
+        code, _, err = cli(*_batch(name))
+        assert (code, err) == (
+            2,
+            f"batch: --out {name} is not a regular file; name a file to write to\n",
+        )

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from agent.testing import FakeGemini, function_call
+from agent.testing import FakeGemini, error, function_call
 from agent.testing._server import FakeServer
 from tests.cli.conftest import Cli, Hold, cli_env
 
@@ -129,3 +129,21 @@ def test_run_asks_the_question_tool_on_the_terminal(tmp_path: Path) -> None:
         assert term.close() == 0
     response = fake.requests[1].function_responses[0]
     assert (response["name"], response["response"]["output"]) == ("question", '"blue"')
+
+
+def test_chat_session_without_a_store_is_refused_as_run_refuses_it(cli: Cli) -> None:
+    code, out, err = cli("chat", "--no-builtins", "--session", "s1", stdin="hi\n")
+    assert (code, out) == (2, "")
+    assert err == "--session needs --store PATH (the SQLite file that keeps the session)\n"
+
+
+def test_chat_exits_with_the_code_of_its_last_turn(cli: Cli) -> None:
+    fake = FakeGemini(["Fine.", error(400, "INVALID_ARGUMENT", "Bad thing.")])
+    with fake.serve() as server:
+        code, _, err = cli("chat", "--no-builtins", server=server, stdin="one\ntwo\n")
+    assert code == 1, err
+    assert "error: Gemini call failed after 1 attempt: 400 INVALID_ARGUMENT: Bad thing." in err
+    fake = FakeGemini([error(400, "INVALID_ARGUMENT", "Bad thing."), "Fine."])
+    with fake.serve() as server:
+        code, _, err = cli("chat", "--no-builtins", server=server, stdin="one\ntwo\n")
+    assert code == 0, err

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
+from agent import RetryPolicy, _agent
 from agent.testing import FakeGemini, blocked, error, function_call, reply
 from tests.cli.conftest import Cli, CliProcess, Hold, cli_env
 
@@ -171,7 +176,7 @@ def test_usage_errors_name_the_path_and_the_reason(cli: Cli, workdir: Path) -> N
     assert (code, err) == (2, "--fake: cannot read missing.yaml: No such file or directory\n")
     (workdir / "broken.yaml").write_text("turns: [{text: a ? b}", encoding="utf-8")
     code, _, err = cli("run", "--fake", "broken.yaml", "hi")
-    assert code == 2 and err.startswith("--fake: broken.yaml is not a valid scenario: "), err
+    assert code == 2 and err.startswith("--fake: broken.yaml:1:18: expected "), err
     code, _, err = cli("run", "--system", "@nope.txt", "hi")
     assert (code, err) == (2, "--system: cannot read nope.txt: No such file or directory\n")
 
@@ -249,3 +254,66 @@ def test_a_usage_error_is_a_configuration_error_of_the_agent() -> None:
 
     assert issubclass(CliError, ConfigurationError) and issubclass(CliError, AgentError)
     assert CliError("--x: bad").code == EXIT_USAGE
+
+
+def test_run_without_network_ends_in_one_line_and_exit_1(cli: Cli, monkeypatch) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        monkeypatch.setattr(_agent, "RetryPolicy", partial(RetryPolicy, sleep=no_wait))
+        code, out, err = cli("run", "--no-builtins", "hi")
+    assert (code, out) == (1, "")
+    *retries, last = err.splitlines()
+    assert len(retries) == 4
+    assert all(r.startswith("(model call failed: NETWORK_ERROR; retrying after ") for r in retries)
+    assert last.startswith("error: Gemini call failed after 5 attempts: NETWORK_ERROR: could not ")
+    assert "check the network connection" in last
+
+
+async def no_wait(seconds: float) -> None:
+    return None
+
+
+def _unusable_stores(workdir: Path) -> dict[str, str]:
+    """Store paths that cannot be session stores -> the problem the CLI must name."""
+    good = workdir / "good.db"
+    with sqlite3.connect(good) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 1000,)] * 50)
+    conn.close()
+    (workdir / "garbage.db").write_bytes(bytes(range(256)) * 20)
+    (workdir / "truncated.db").write_bytes(good.read_bytes()[:3000])
+    (workdir / "folder.db").mkdir()
+    os.mkfifo(workdir / "fifo.db")
+    return {
+        "garbage.db": "is not a session store, or is damaged (file is not a database)",
+        "truncated.db": "is not a session store, or is damaged (database disk image is malformed)",
+        "folder.db": "is a folder, not a file",
+        "fifo.db": "is not a regular file (a FIFO, a device or a socket)",
+        "missing/s.db": "the folder missing does not exist; create it",
+    }
+
+
+def test_an_unusable_session_store_is_one_line_exit_2_and_left_untouched(
+    cli: Cli, workdir: Path
+) -> None:
+    cases = _unusable_stores(workdir)
+    before = {
+        p.name: p.read_bytes() for p in workdir.glob("*.db") if p.is_file() and p.name != "fifo.db"
+    }
+    fake = FakeGemini([])
+    with fake.serve() as server:
+        for path, problem in cases.items():
+            code, out, err = cli(
+                "run", *TOOLS, "--session", "s", "--store", path, "hi", server=server
+            )
+            assert (code, out) == (2, ""), (path, err)
+            assert err.startswith(f"run: session store {path}: {problem}"), err
+            assert len(err.splitlines()) == 1, err
+    assert fake.requests == []
+    after = {
+        p.name: p.read_bytes() for p in workdir.glob("*.db") if p.is_file() and p.name != "fifo.db"
+    }
+    assert after == before  # nothing overwritten, no journal files left beside them
+    assert sorted(p.name for p in workdir.iterdir() if "-" in p.name) == []

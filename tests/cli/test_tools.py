@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -44,12 +45,34 @@ def test_list_shows_name_source_and_first_line(cli: Cli) -> None:
         "tools", "--skills", SKILLS, "--disable", "webfetch", "--tools", "clitools:TOOLS"
     )
     assert code == 0, err
-    rows = {line.split()[0]: line.split(None, 2)[1:] for line in out.splitlines()}
+    table, skills = out.split("\n\n")
+    rows = {line.split()[0]: line.split(None, 2)[1:] for line in table.splitlines()}
+    assert skills.startswith("skills (1):\n  hello-world  Greets someone by name")
     assert "webfetch" not in rows
     assert rows["get_weather"][1] == "Today's forecast for a city."
     assert rows["skill"][0] == "skill"
     assert rows["read"][0] == "builtin"
     assert len(rows) == 11  # ten built-ins - webfetch + skill + get_weather
+
+
+def test_skills_problems_are_one_warning_and_verbose_lists_them(cli: Cli, workdir: Path) -> None:
+    for name, frontmatter in [("good", "name: good"), ("nameless", "description: x")]:
+        (workdir / "sk" / name).mkdir(parents=True)
+        (workdir / "sk" / name / "SKILL.md").write_text(f"---\n{frontmatter}\n---\nBody.\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a user's shell has it: shown, not raised
+        code, out, err = cli("tools", "--no-builtins", "--skills", "sk")
+    assert code == 0, err
+    assert out.endswith("\n\nskills (1):\n  good  (no description: not in the catalog)\n")
+    [warning] = err.splitlines()
+    assert warning.startswith("warning: skipped 1 skill file(s) (1 missing-name): ")
+    assert "nameless/SKILL.md (missing-name: the frontmatter has no `name`)" in warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        code, out, err = cli("tools", "--no-builtins", "--skills", "sk", "-v")
+    assert code == 0, err
+    skipped = out.split("\n\nskipped (1):\n")[1]
+    assert skipped.endswith("nameless/SKILL.md  missing-name: the frontmatter has no `name`\n")
 
 
 def test_no_builtins_and_disable_leave_tools_out(cli: Cli) -> None:

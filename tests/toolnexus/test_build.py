@@ -86,3 +86,49 @@ def test_skill_name_is_quoted_in_the_content_tag(tmp_path: Path) -> None:
     assert quoted.startswith('<skill_content name="a&quot;b&lt;c&amp;d">\n# Skill: a"b<c&d\n')
     normal = tn.execute(tk, "skill", {"name": "plain-name_1"}).output
     assert normal.startswith('<skill_content name="plain-name_1">\n')
+
+
+# --- your tools: Tool objects or plain functions (17.2) ---------------------------------------
+
+
+def forecast(city: str) -> str:
+    """Return the forecast for a city."""
+    return f"Sunny in {city}"
+
+
+def test_build_and_toolkit_take_plain_functions(tmp_path: Path) -> None:
+    built = tn.build(tools=[forecast], builtins=False, root=tmp_path)
+    listed = tn.toolkit([forecast])
+    for tk in (built, listed):
+        assert tk.names == ("forecast",)
+        assert tk["forecast"].input_schema == tn.define_tool(forecast).input_schema
+        assert tn.execute(tk, "forecast", {"city": "Oslo"}).output == "Sunny in Oslo"
+
+
+@pytest.mark.parametrize("make", [tn.toolkit, lambda tools: tn.build(tools=tools)])
+def test_an_item_that_is_no_tool_is_one_clear_type_error(make: Any) -> None:
+    with pytest.raises(TypeError, match=r"^int is not a Tool or a function; pass a Tool"):
+        make([forecast, 42])
+    with pytest.raises(TypeError, match=r"use toolnexus\.toolkit"):
+        tn.Toolkit([forecast])  # type: ignore[list-item]
+
+
+# --- unknown built-in names (17.3) ------------------------------------------------------------
+
+
+def test_an_unknown_builtin_name_warns_and_the_rest_is_built(tmp_path: Path) -> None:
+    option = {"tools": {"nonexistent": False, "bash": False}}
+    with pytest.warns(UserWarning) as caught:
+        tk = tn.build(root=tmp_path, builtins=option)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "ignoring unknown built-in tool(s) 'nonexistent'" in message
+    assert "the built-ins are apply_patch, bash, edit, glob, grep," in message
+    assert caught[0].filename == __file__
+    assert "bash" not in tk and "read" in tk
+
+
+async def test_build_async_warns_the_same_way(tmp_path: Path) -> None:
+    with pytest.warns(UserWarning, match="ignoring unknown built-in tool"):
+        tk = await tn.build_async(root=tmp_path, builtins={"tools": {"nope": True}})
+    assert "bash" in tk

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import multiprocessing
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import toolnexus as tn
 from toolnexus import Tool, ToolContext, ToolError, ToolResult
+from toolnexus._execute import _time_limit
 from toolnexus._schema import schema_validator
+from toolnexus.tool import DEFAULT_TOOL_TIMEOUT
 
 ECHO_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -383,9 +386,149 @@ def test_keyboard_interrupt_still_propagates() -> None:
         tn.execute(EXIT_KIT, "interrupt", {})
 
 
-async def test_cancellation_still_propagates() -> None:
+async def test_a_tools_own_cancelled_error_is_an_error_result() -> None:
+    # The call was not cancelled: the error is the tool's, and must not cancel the caller.
+    result = await tn.execute_async(EXIT_KIT, "cancelled", {})
+    assert result.is_error
+    assert result.output == "Tool 'cancelled' failed: CancelledError"
+
+
+# --- hostile BaseExceptions: every one fails its call, in every kind of tool ----------------
+
+
+class _Custom(BaseException):
+    """A BaseException subclass outside the standard ones."""
+
+
+def _raising_sync(error: BaseException) -> Tool:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        raise error
+
+    return Tool("hostile", handler)
+
+
+def _raising_async(error: BaseException) -> Tool:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        raise error
+
+    return Tool("hostile", handler)
+
+
+def _raising_defined(error: BaseException) -> Tool:
+    async def hostile() -> str:
+        raise error
+
+    return tn.define_tool(hostile)
+
+
+HOSTILE_ERRORS = {
+    "custom BaseException": (_Custom("odd"), "Tool 'hostile' failed: _Custom: odd"),
+    "GeneratorExit": (GeneratorExit("misused"), "Tool 'hostile' failed: GeneratorExit: misused"),
+    "CancelledError": (asyncio.CancelledError(), "Tool 'hostile' failed: CancelledError"),
+    "SystemExit": (SystemExit(5), "Tool 'hostile' tried to exit the process (exit code 5)."),
+}
+
+
+@pytest.mark.parametrize("make", [_raising_sync, _raising_async, _raising_defined])
+@pytest.mark.parametrize("kind", sorted(HOSTILE_ERRORS))
+async def test_a_base_exception_from_a_tool_fails_its_call(
+    make: Callable[[BaseException], Tool], kind: str
+) -> None:
+    error, message = HOSTILE_ERRORS[kind]
+    kit = tn.toolkit([make(error)])
+    result = await tn.execute_async(kit, "hostile", {})
+    assert (result.is_error, result.output) == (True, message)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+    # and from sync code, on the execute path
+    assert tn.execute(kit, "hostile", {}).output == message
+
+
+async def test_a_real_cancellation_still_propagates_while_a_tool_raises_cancelled() -> None:
+    started = asyncio.Event()
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            raise asyncio.CancelledError("the tool's own") from None
+        return "unreachable"
+
+    kit = tn.toolkit([Tool("slow", handler)])
+    task = asyncio.create_task(tn.execute_async(kit, "slow", {}))
+    await started.wait()
+    task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await tn.execute_async(EXIT_KIT, "cancelled", {})
+        await task
+
+
+# --- the default time limit ---------------------------------------------------------------
+
+
+def _blocks_forever(release: threading.Event) -> Tool:
+    def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        release.wait()
+        return "released"
+
+    return Tool("stuck", handler)
+
+
+def test_every_tool_has_a_finite_default_time_limit(tmp_path: Any) -> None:
+    assert Tool("t", _plain_sync).timeout == DEFAULT_TOOL_TIMEOUT == 300.0
+    assert tn.define_tool(_defined_sync).timeout == DEFAULT_TOOL_TIMEOUT
+    limits = {tool.name: tool.timeout for tool in tn.build(root=tmp_path)}
+    # bash and webfetch bound themselves with their own `timeout` argument.
+    assert limits.pop("bash") is None and limits.pop("webfetch") is None
+    assert set(limits.values()) == {DEFAULT_TOOL_TIMEOUT}
+
+
+def test_a_sync_tool_that_blocks_forever_ends_at_its_own_limit() -> None:
+    release = threading.Event()
+    try:
+        stuck = dataclasses.replace(_blocks_forever(release), timeout=0.2)
+        result = tn.execute(tn.toolkit([stuck]), "stuck", {})
+        assert (result.is_error, result.output) == (True, "Tool 'stuck' timed out after 0.2 s.")
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize(
+    ("own", "callers", "ends_after"),
+    [(0.2, None, 0.2), (None, 0.2, 0.2), (30.0, 0.2, 0.2), (0.2, 30.0, 0.2)],
+)
+def test_the_shorter_of_the_tools_and_the_callers_limit_wins(
+    own: float | None, callers: float | None, ends_after: float
+) -> None:
+    release = threading.Event()
+    try:
+        stuck = dataclasses.replace(_blocks_forever(release), timeout=own)
+        result = tn.execute(tn.toolkit([stuck]), "stuck", {}, ToolContext(timeout=callers))
+        assert result.output == f"Tool 'stuck' timed out after {ends_after:g} s."
+    finally:
+        release.set()
+
+
+def test_no_limit_at_all_only_when_both_say_none() -> None:
+    unlimited = Tool("t", _plain_sync, timeout=None)
+    assert _time_limit(unlimited, ToolContext(timeout=None)) is None
+    assert _time_limit(unlimited, ToolContext(timeout=4)) == 4
+    assert _time_limit(Tool("t", _plain_sync), ToolContext()) == DEFAULT_TOOL_TIMEOUT
+
+
+def test_define_tool_takes_a_timeout() -> None:
+    @tn.define_tool(timeout=None)
+    def unlimited() -> str:
+        """Run as long as it takes."""
+        return "done"
+
+    assert unlimited.timeout is None
+    assert tn.define_tool(_defined_sync, timeout=12.5).timeout == 12.5
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), True, "10"])
+def test_a_bad_tool_timeout_is_a_config_error(bad: object) -> None:
+    with pytest.raises(tn.ConfigError, match="timeout must be a positive number of seconds"):
+        Tool("t", _plain_sync, timeout=bad)  # type: ignore[arg-type]
 
 
 # --- one message shape, however the tool was made ------------------------------------------

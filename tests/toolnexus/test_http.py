@@ -91,6 +91,37 @@ def test_placeholders_are_quoted_and_removed_from_the_query(base_url: str) -> No
     assert result.metadata["content_type"] == "application/json"
 
 
+@pytest.mark.parametrize(
+    ("value", "raw_path"),
+    [
+        ("..", "/echo/api/items/%2E%2E/detail"),
+        (".", "/echo/api/items/%2E/detail"),
+        ("...", "/echo/api/items/%2E%2E%2E/detail"),
+        ("../../admin", "/echo/api/items/..%2F..%2Fadmin/detail"),
+        ("a.b", "/echo/api/items/a.b/detail"),
+        ("%2E%2E", "/echo/api/items/%252E%252E/detail"),
+    ],
+)
+def test_no_placeholder_value_changes_the_path(base_url: str, value: str, raw_path: str) -> None:
+    tool = http_tool("item", "Get one.", "GET", base_url + "/echo/api/items/{id}/detail")
+    result = run(tool, {"id": value})
+    assert not result.is_error, result.output
+    assert json.loads(result.output)["raw_path"] == raw_path
+
+
+def test_dot_values_side_by_side_stay_inside_their_segment(base_url: str) -> None:
+    tool = http_tool("pair", "Pair.", "GET", base_url + "/echo/api/{a}{b}/x?tag={c}")
+    result = run(tool, {"a": ".", "b": ".", "c": ""})
+    assert json.loads(result.output)["raw_path"] == "/echo/api/%2E%2E/x"
+
+
+def test_an_empty_path_value_is_refused(base_url: str) -> None:
+    tool = http_tool("item", "Get one.", "GET", base_url + "/echo/api/items/{id}")
+    result = run(tool, {"id": ""})
+    assert result.is_error
+    assert result.output == "argument `id` must not be empty (it is part of the URL path)"
+
+
 def test_missing_placeholder_is_an_error_naming_it(base_url: str) -> None:
     tool = http_tool(
         "get_item",
@@ -264,3 +295,21 @@ def test_source_and_bad_configuration() -> None:
         http_tool("t", "d", "POST", "http://127.0.0.1/", body="xml")  # type: ignore[arg-type]
     with pytest.raises(toolnexus.ConfigError, match="plain argument name"):
         http_tool("t", "d", "GET", "http://127.0.0.1/{a.b}")
+
+
+def test_a_short_header_value_is_redacted_only_as_a_whole_token(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TN_HTTP_FLAG", "1")
+    tool = http_tool(
+        "flag",
+        "Flag.",
+        "GET",
+        base_url + "/echo/v1/items/10",
+        headers={"X-Flag": "${TN_HTTP_FLAG}"},
+    )
+    with pytest.warns(UserWarning, match="TN_HTTP_FLAG holds a value of only 1 character"):
+        result = run(tool, {})
+    echoed = json.loads(result.output)
+    assert echoed["raw_path"] == "/echo/v1/items/10"
+    assert echoed["headers"]["x-flag"] == "[redacted]"

@@ -57,12 +57,17 @@ def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def built(work_dir: Path) -> Iterator[tuple[Toolkit, float]]:
     os.environ["TOOLNEXUS_TEST_SECRET"] = SECRET
+    os.environ["GEMINI_API_KEY"] = "agent-key-not-for-servers"
     config = {
         "$schema": "https://example.invalid/mcp.schema.json",
         "mcpServers": {
             "demo": {
                 "command": cmd("stdio"),
-                "env": {"DEMO_TOKEN": "${TOOLNEXUS_TEST_SECRET}", "DEMO_MODE": "test"},
+                "env": {
+                    "DEMO_TOKEN": "${TOOLNEXUS_TEST_SECRET}",
+                    "DEMO_MODE": "test",
+                    "GOOGLE_API_KEY": "passed-on-purpose",
+                },
                 "cwd": "srv",
             },
             "victim": {"command": cmd("stdio"), "tools": {"pid": True, "echo": True}},
@@ -77,7 +82,10 @@ def built(work_dir: Path) -> Iterator[tuple[Toolkit, float]]:
     path = work_dir / "mcp.json"
     path.write_text(json.dumps(config))
     started = time.monotonic()
-    tk = toolnexus.build(mcp=path, builtins=False)
+    try:
+        tk = toolnexus.build(mcp=path, builtins=False)
+    finally:
+        del os.environ["GEMINI_API_KEY"]
     elapsed = time.monotonic() - started
     try:
         yield tk, elapsed
@@ -131,6 +139,26 @@ def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, f
     assert raised.output == "Tool 'demo_raise' failed: MCPError: server-side boom"
 
 
+def test_arguments_are_checked_against_the_server_schema_before_the_call(
+    built: tuple[Toolkit, float],
+) -> None:
+    tk, _ = built
+    bad = toolnexus.execute(tk, "demo_add", {"a": "two", "c": 1})
+    assert bad.is_error
+    assert bad.output == (
+        "Invalid arguments: missing required argument `b`; `a` must be a number, got string"
+    )
+    missing = toolnexus.execute(tk, "demo_echo", {})
+    assert missing.output == "Invalid arguments: missing required argument `text`"
+
+
+def test_a_schema_the_checker_cannot_read_is_left_to_the_server() -> None:
+    from toolnexus._mcp import _checked_against
+
+    odd = _checked_against({"type": "object", "properties": {"x": True}})
+    assert odd({"x": 1}) == {"x": 1}
+
+
 async def test_sync_built_tools_work_from_another_event_loop(built: tuple[Toolkit, float]) -> None:
     tk, _ = built
     result = await toolnexus.execute_async(tk, "demo_add", {"a": 1, "b": 1})
@@ -148,6 +176,33 @@ def test_env_is_merged_over_the_process_environment_and_cwd_is_relative_to_the_f
     assert token.output == "[redacted]"
     cwd = toolnexus.execute(tk, "demo_cwd", {}).output
     assert Path(cwd).resolve() == (work_dir / "srv").resolve()
+
+
+def test_the_agent_keys_are_hidden_from_servers_unless_passed_in_env(
+    built: tuple[Toolkit, float],
+) -> None:
+    tk, _ = built
+    # GEMINI_API_KEY was set when the servers started; no server inherits it.
+    for server in ("demo", "victim"):
+        tool = f"{server}_env"
+        if tool in tk:
+            assert toolnexus.execute(tk, tool, {"name": "GEMINI_API_KEY"}).output == "<unset>"
+    passed = toolnexus.execute(tk, "demo_env", {"name": "GOOGLE_API_KEY"})
+    assert passed.output == "passed-on-purpose"
+
+
+def test_hidden_env_of_build_reaches_the_server_config() -> None:
+    from toolnexus._mcp_config import parse_config
+
+    config = {"mcpServers": {"s": {"command": ["x"], "env": {"KEEP": "1"}}}}
+    os.environ["TOOLNEXUS_TEST_HIDE"] = "v"
+    try:
+        (default,), _ = parse_config(config)
+        (custom,), _ = parse_config(config, frozenset({"TOOLNEXUS_TEST_HIDE"}))
+    finally:
+        del os.environ["TOOLNEXUS_TEST_HIDE"]
+    assert "TOOLNEXUS_TEST_HIDE" in default.env and default.env["KEEP"] == "1"
+    assert "TOOLNEXUS_TEST_HIDE" not in custom.env and custom.env["KEEP"] == "1"
 
 
 def test_a_server_that_crashes_at_start_is_isolated(built: tuple[Toolkit, float]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from toolnexus._registry import BuiltinFactory, BuiltinSettings, Limits, register
 from toolnexus._schema import schema_validator
 from toolnexus.builtins._workspace import os_error
-from toolnexus.tool import Handler, Tool, ToolContext, ToolResult
+from toolnexus.tool import DEFAULT_TOOL_TIMEOUT, Handler, Tool, ToolContext, ToolResult
 
 __all__ = ["GENERATED_DIRS"]
 
@@ -331,6 +331,11 @@ def _lazy_handler(name: str, settings: BuiltinSettings) -> Handler:
     return handler
 
 
+_OWN_DEADLINE = frozenset({"bash", "webfetch"})
+"""Built-ins whose ``timeout`` argument bounds the call (up to a day for ``bash``), so the
+default `Tool.timeout` must not cut them shorter."""
+
+
 def _factory(name: str) -> BuiltinFactory:
     def build(settings: BuiltinSettings) -> Tool:
         schema = _input_schema(name)
@@ -341,6 +346,7 @@ def _factory(name: str) -> BuiltinFactory:
             schema,
             "builtin",
             schema_validator(schema),
+            timeout=None if name in _OWN_DEADLINE else DEFAULT_TOOL_TIMEOUT,
         )
 
     build.__name__ = build.__qualname__ = f"{name}_tool"

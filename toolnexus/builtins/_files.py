@@ -16,13 +16,16 @@ were shown and how to get more. The prefix is not part of the file.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import difflib
+import errno
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from toolnexus._registry import BuiltinSettings, Limits
 from toolnexus.builtins._arguments import whole_number
@@ -36,7 +39,7 @@ from toolnexus.builtins._text import (
     looks_binary,
     match_line_endings,
 )
-from toolnexus.builtins._workspace import MAX_PATH, Workspace, os_error, path_locks
+from toolnexus.builtins._workspace import MAX_PATH, Moved, Workspace, os_error, path_locks
 from toolnexus.tool import Handler, ToolContext, ToolError
 
 __all__ = ["apply_patch_handler", "edit_handler", "read_handler", "write_handler"]
@@ -59,42 +62,90 @@ def _resolve(ws: Workspace, path: str, *, write: bool = False) -> Path:
         raise ToolError(f"Cannot use path {path!r}: {exc}") from None
 
 
-def _not_found(path: Path, shown: str) -> ToolError:
+def _not_found(ws: Workspace, path: Path, shown: str) -> ToolError:
     hint = ""
-    with contextlib.suppress(OSError):
-        close = difflib.get_close_matches(path.name, os.listdir(path.parent), n=3)
+    with contextlib.suppress(OSError, ToolError), ws.directory(path.parent) as parent:
+        close = difflib.get_close_matches(path.name, os.listdir(parent), n=3)
         if close:
             hint = " Did you mean: " + ", ".join(close) + "?"
     return ToolError(f"File not found: {shown}.{hint}")
 
 
-def _check_file(path: Path, shown: str, limits: Limits | None = None) -> int:
-    """Refuse a missing path, a directory or a special file; return the file's size."""
+def _kind_error(info: os.stat_result, shown: str) -> ToolError | None:
+    """Why the file with ``info`` cannot be used, or None for a regular file."""
+    if stat.S_ISDIR(info.st_mode):
+        return ToolError(f"{shown} is a directory, not a file. Use glob to list its files.")
+    if not stat.S_ISREG(info.st_mode):
+        return ToolError(f"{shown} is not a regular file (a device, socket, pipe or symlink).")
+    return None
+
+
+@contextlib.contextmanager
+def _opened(ws: Workspace, path: Path, shown: str) -> Iterator[tuple[BinaryIO, int]]:
+    """Open the regular file ``path`` for reading; yield it and its size.
+
+    Refuses a missing path, a directory, a special file (a FIFO does not block: it is
+    opened non-blocking and refused) and a path that changed into a symlink.
+    """
     try:
-        info = path.stat()
+        fd = ws.open_file(path)
     except FileNotFoundError:
-        raise _not_found(path, shown) from None
+        raise _not_found(ws, path, shown) from None
+    except Moved as exc:
+        raise os_error(exc) from None
     except OSError as exc:
         raise ToolError(f"Cannot open {shown}: {exc.strerror or exc}.") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{shown} is a directory, not a file. Use glob to list its files.")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{shown} is not a regular file (a device, socket or pipe).")
-    if limits is not None and info.st_size > limits.max_read_bytes:
+    info = os.fstat(fd)
+    problem = _kind_error(info, shown)
+    if problem is not None:
+        os.close(fd)
+        raise problem
+    with os.fdopen(fd, "rb") as handle:
+        yield handle, info.st_size
+
+
+def _load(ws: Workspace, path: Path, shown: str, limits: Limits) -> tuple[TextFile, bytes]:
+    """Read and decode the whole text file ``path``, at most ``limits.max_read_bytes``."""
+    with _opened(ws, path, shown) as (handle, size):
+        most = limits.max_read_bytes
+        raw = b"" if size > most else handle.read(most + 1)
+    if size > most or len(raw) > most:
+        amount = str(size) if size > most else f"over {most}"
         raise ToolError(
-            f"{shown} is {info.st_size} bytes, more than the {limits.max_read_bytes} bytes "
+            f"{shown} is {amount} bytes, more than the {most} bytes "
             "this tool loads whole. Use read with offset/limit to look at it."
         )
-    return info.st_size
-
-
-def _load(path: Path, shown: str, limits: Limits) -> tuple[TextFile, bytes]:
-    _check_file(path, shown, limits)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
     return decode(raw, shown), raw
+
+
+def _check_target(directory: int, name: str, shown: str) -> None:
+    """Refuse to replace anything but a regular file with a single link."""
+    try:
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise os_error(Moved(errno.ELOOP, "the file is now a symlink", shown))
+    problem = _kind_error(info, shown)
+    if problem is not None:
+        raise problem
+    if info.st_nlink > 1:
+        raise ToolError(
+            f"{shown} has {info.st_nlink} hard links; it is not changed, because the other "
+            "links (possibly outside the workspace) name the same file."
+        )
+
+
+def _store(ws: Workspace, path: Path, data: bytes, shown: str) -> None:
+    """Write ``data`` to ``path`` atomically; raises `ToolError` or ``OSError``."""
+    with ws.directory(path.parent, create=True) as parent:
+        _check_target(parent, path.name, shown)
+        atomic_write(parent, path.name, data)
+
+
+def _delete(ws: Workspace, path: Path) -> None:
+    with ws.directory(path.parent) as parent:
+        os.unlink(path.name, dir_fd=parent)
 
 
 def _encode(file: TextFile, text: str, shown: str) -> bytes:
@@ -107,9 +158,11 @@ def _encode(file: TextFile, text: str, shown: str) -> bytes:
         ) from None
 
 
-def _write(path: Path, data: bytes, shown: str) -> None:
+def _write(ws: Workspace, path: Path, data: bytes, shown: str) -> None:
     try:
-        atomic_write(path, data)
+        _store(ws, path, data, shown)
+    except Moved as exc:
+        raise os_error(exc) from None
     except OSError as exc:
         raise ToolError(f"Cannot write {shown}: {exc.strerror or exc}.") from None
 
@@ -117,27 +170,69 @@ def _write(path: Path, data: bytes, shown: str) -> None:
 # -- read -------------------------------------------------------------------------------
 
 
-def _render_line(number: int, raw: bytes, shown: str, max_chars: int) -> str:
+_CHUNK = 1 << 16
+
+
+def _binary(shown: str) -> ToolError:
+    return ToolError(f"{shown} is a binary file (it contains NUL bytes); only text is supported.")
+
+
+def _decode_part(decoder: codecs.IncrementalDecoder, raw: bytes, number: int, shown: str) -> str:
     if b"\x00" in raw:
-        raise ToolError(
-            f"{shown} is a binary file (it contains NUL bytes); only text is supported."
-        )
+        raise _binary(shown)
     try:
-        text = raw.decode("utf-8")
+        return str(decoder.decode(raw, final=not raw))
     except UnicodeDecodeError:
         raise ToolError(
             f"{shown} is not UTF-8 text (invalid bytes on line {number}); "
             "only UTF-8 text files are supported."
         ) from None
+
+
+def _next_line(handle: BinaryIO, most: int) -> tuple[bytes, bool]:
+    """Read the next line, keeping at most ``most`` bytes of it; say if it was longer.
+
+    A longer line is read on by chunks and dropped, so memory stays bounded by ``most``
+    however long the line is.
+    """
+    head = handle.readline(most)
+    longer = len(head) == most and not head.endswith(b"\n")
+    return head, longer
+
+
+def _line_text(
+    handle: BinaryIO, head: bytes, longer: bool, number: int, shown: str
+) -> tuple[str, int]:
+    """Decode a line read by `_next_line`: its kept text and its length in characters.
+
+    When the line was longer, the rest is read by chunks (checked and counted, not kept).
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    text = _decode_part(decoder, head, number, shown)
+    length, ending = len(text), head[-2:]
+    while longer and (chunk := handle.readline(_CHUNK)):
+        length += len(_decode_part(decoder, chunk, number, shown))
+        ending = chunk[-2:]
+        longer = not chunk.endswith(b"\n")
+    _decode_part(decoder, b"", number, shown)
+    length -= 2 if ending == b"\r\n" else ending.endswith(b"\n")
     text = text.removesuffix("\n").removesuffix("\r")
-    if number == 1:
-        text = text.removeprefix(BOM)
-    if len(text) > max_chars:
-        text = f"{text[:max_chars]}... [line truncated: {len(text)} characters]"
+    return text, length
+
+
+def _skip_rest(handle: BinaryIO) -> None:
+    """Read on, by chunks, to the end of the current line."""
+    while (chunk := handle.readline(_CHUNK)) and not chunk.endswith(b"\n"):
+        pass
+
+
+def _render_line(text: str, length: int, number: int, max_chars: int) -> str:
+    if length > max_chars:
+        text = f"{text[:max_chars]}... [line truncated: {length} characters]"
     return f"{number:05d}| {text}"
 
 
-def _count_rest(handle: Any) -> int:
+def _count_rest(handle: BinaryIO) -> int:
     """Lines left in ``handle`` from its position (a last line without newline counts)."""
     lines, last = 0, b"\n"
     while chunk := handle.read(1 << 20):
@@ -146,34 +241,43 @@ def _count_rest(handle: Any) -> int:
     return lines + (last != b"\n")
 
 
-def read_window(path: Path, shown: str, offset: int, limit: int, limits: Limits) -> str:
-    """Numbered lines ``offset .. offset+limit-1`` of ``path``, capped, with a closing note.
+def read_window(handle: BinaryIO, shown: str, offset: int, limit: int, limits: Limits) -> str:
+    """Numbered lines ``offset .. offset+limit-1`` of the open file, capped, with a note.
 
-    Streams the file, so a file of any size can be read a window at a time.
+    Streams the file by bounded reads, so a file of any size (and a line of any length)
+    can be read a window at a time in memory bounded by the output caps.
     """
-    with path.open("rb") as handle:
-        if looks_binary(handle.read(8192)):
-            raise ToolError(
-                f"{shown} is a binary file (it contains NUL bytes); only text is supported."
-            )
-        handle.seek(0)
-        shown_lines: list[str] = []
-        used, number, stopped = 0, 0, ""
-        for raw in handle:
-            number += 1
-            if number < offset:
-                continue
-            if len(shown_lines) >= limit or len(shown_lines) >= limits.max_lines:
-                stopped = "lines"
-                break
-            line = _render_line(number, raw, shown, limits.max_line_length)
-            size = len(line.encode("utf-8")) + 1
-            if used + size > limits.max_bytes and shown_lines:
-                stopped = "bytes"
-                break
-            shown_lines.append(line)
-            used += size
-        total = number + _count_rest(handle) if stopped else number
+    if looks_binary(handle.read(8192)):
+        raise _binary(shown)
+    handle.seek(0)
+    most = 4 * limits.max_line_length + 8  # bytes enough for max_line_length characters
+    shown_lines: list[str] = []
+    used, number, stopped = 0, 0, ""
+    while True:
+        head, longer = _next_line(handle, most)
+        if not head:
+            break
+        number += 1
+        if number < offset:
+            if longer:
+                _skip_rest(handle)
+            continue
+        if len(shown_lines) >= limit or len(shown_lines) >= limits.max_lines:
+            stopped = "lines"
+            if longer:
+                _skip_rest(handle)
+            break
+        text, length = _line_text(handle, head, longer, number, shown)
+        if number == 1 and text.startswith(BOM):
+            text, length = text[1:], length - 1
+        line = _render_line(text, length, number, limits.max_line_length)
+        size = len(line.encode("utf-8")) + 1
+        if used + size > limits.max_bytes and shown_lines:
+            stopped = "bytes"
+            break
+        shown_lines.append(line)
+        used += size
+    total = number + _count_rest(handle) if stopped else number
     if offset > max(total, 1):
         raise ToolError(
             f"`offset` {offset} is past the end of {shown}: the file has {total} "
@@ -201,9 +305,9 @@ def read_handler(settings: BuiltinSettings) -> Handler:
         limit = whole_number(args, "limit", limits.read_lines, _MOST_LINES)
         path = _resolve(ws, args["path"])
         shown = ws.display(path)
-        _check_file(path, shown)
         try:
-            return read_window(path, shown, offset, limit, limits)
+            with _opened(ws, path, shown) as (handle, _):
+                return read_window(handle, shown, offset, limit, limits)
         except OSError as exc:
             raise ToolError(f"Cannot read {shown}: {exc.strerror or exc}.") from None
 
@@ -213,14 +317,19 @@ def read_handler(settings: BuiltinSettings) -> Handler:
 # -- write ------------------------------------------------------------------------------
 
 
-def _style_of(path: Path) -> tuple[int, TextFile]:
-    """Size of an existing file, and a sample that tells its BOM and line endings."""
+def _style_of(ws: Workspace, path: Path, shown: str) -> tuple[int | None, TextFile]:
+    """Size of an existing file (None when missing), and a sample of its style.
+
+    The sample tells the file's BOM and line endings. A directory or special file is
+    refused here (a FIFO would otherwise block the write).
+    """
     try:
-        with path.open("rb") as handle:
+        with _opened(ws, path, shown) as (handle, size):
             head = handle.read(1 << 20)
-            size = os.fstat(handle.fileno()).st_size
-    except OSError:
-        return 0, TextFile("")
+    except ToolError:
+        if not os.path.lexists(path):
+            return None, TextFile("")
+        raise
     if looks_binary(head):
         return size, TextFile("")
     text = head.decode("utf-8", errors="ignore")
@@ -235,18 +344,14 @@ def write_handler(settings: BuiltinSettings) -> Handler:
         path = _resolve(ws, args["path"], write=True)
         shown = ws.display(path)
         content: str = args["content"]
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give the path of a file to write.")
         with path_locks([path]):
-            existing = TextFile("")
-            old_size: int | None = None
-            if path.exists():
-                old_size, existing = _style_of(path)
+            old_size, existing = _style_of(ws, path, shown)
+            if old_size is not None:
                 if existing.bom:
                     content = content.removeprefix(BOM)
                 content = match_line_endings(content, existing.text)
             data = _encode(existing, content, shown)
-            _write(path, data, shown)
+            _write(ws, path, data, shown)
         if old_size is None:
             return f"Wrote {len(data)} bytes to {shown} (new file)."
         kept = "; kept its CRLF line endings" if is_uniform_crlf(existing.text) else ""
@@ -324,9 +429,9 @@ def edit_handler(settings: BuiltinSettings) -> Handler:
         path = _resolve(ws, args["path"], write=True)
         shown = ws.display(path)
         with path_locks([path]):
-            file, _ = _load(path, shown, settings.limits)
+            file, _ = _load(ws, path, shown, settings.limits)
             text, summary = _replace(file.text, old, new, bool(args.get("replaceAll")), shown)
-            _write(path, _encode(file, text, shown), shown)
+            _write(ws, path, _encode(file, text, shown), shown)
         return f"Edited {shown}: {summary}."
 
     return handler
@@ -347,10 +452,10 @@ class _PatchFiles:
 
     def read(self, key: str) -> str | None:
         path = Path(key)
-        if not path.exists():
+        if not os.path.lexists(path):
             self.originals[key] = None
             return None
-        loaded = _load(path, self.ws.display(path), self.limits)
+        loaded = _load(self.ws, path, self.ws.display(path), self.limits)
         self.originals[key] = loaded
         return loaded[0].text
 
@@ -372,10 +477,11 @@ class _PatchFiles:
         for path, data in payloads:
             try:
                 if data is None:
-                    path.unlink()
+                    _delete(self.ws, path)
                 else:
-                    atomic_write(path, data)
-            except OSError as exc:
+                    _store(self.ws, path, data, self.ws.display(path))
+            except (OSError, ToolError) as exc:
+                reason = os_error(exc) if isinstance(exc, OSError) else exc
                 failed = self.rollback(done)
                 note = (
                     "every file already written was restored"
@@ -383,8 +489,7 @@ class _PatchFiles:
                     else "could not restore " + ", ".join(failed)
                 )
                 raise ToolError(
-                    f"apply_patch failed while writing {self.ws.display(path)}: "
-                    f"{exc.strerror or exc}; {note}."
+                    f"apply_patch failed while writing {self.ws.display(path)}: {reason}; {note}."
                 ) from None
             done.append(path)
 
@@ -394,10 +499,11 @@ class _PatchFiles:
             before = self.originals.get(str(path))
             try:
                 if before is None:
-                    path.unlink(missing_ok=True)
+                    with contextlib.suppress(FileNotFoundError):
+                        _delete(self.ws, path)
                 else:
-                    atomic_write(path, before[1])
-            except OSError:
+                    _store(self.ws, path, before[1], self.ws.display(path))
+            except (OSError, ToolError):
                 failed.append(self.ws.display(path))
         return failed
 

@@ -21,10 +21,11 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 from toolnexus.builtins._declared import GENERATED_DIRS
+from toolnexus.builtins._regex_worker import matching_lines
 from toolnexus.builtins._text import decode_text
 from toolnexus.builtins._text import looks_binary as is_binary
 
@@ -173,18 +174,3 @@ def path_sort_key(relative_path: str) -> tuple[str, ...]:
 def sort_paths(paths: Iterable[str]) -> list[str]:
     """Return ``paths`` in the deterministic order the tools report them."""
     return sorted(paths, key=path_sort_key)
-
-
-def matching_lines(text: str, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` for each line of ``text`` that ``regex`` searches into.
-
-    Lines split on newlines (a carriage return before one is dropped); a trailing newline does not
-    start an extra, empty line, so ``^$`` never reports a phantom line past the end.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        stripped = line.removesuffix("\r")
-        if regex.search(stripped):
-            yield number, stripped

@@ -20,6 +20,10 @@ leading whitespace: indentation is meaningful). ``@@`` anchors match a whole lin
 its indentation ignored. Within one ``Update File`` section hunks are found in file
 order, each after the previous one (and after its anchors); a hunk that is not found
 after the previous one is still accepted when it occurs exactly once in the whole file.
+A hunk without anchors that matches more than once after the previous one is refused
+(ambiguous); after an anchor the first match counts. Every hunk is located in the
+original text through an index of its lines, then all are applied in one pass, so the
+cost grows with the file's size, not with hunks times lines; overlapping hunks are refused.
 Lines a hunk adds take the file's line ending (CRLF files stay CRLF), and a file keeps
 or lacks its final newline as before.
 
@@ -37,6 +41,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -145,14 +150,27 @@ def _shown(text: str, *, quote: bool = True) -> str:
     return repr(cut) if quote else cut
 
 
+def _file_header(line: str) -> str | None:
+    """Return the file-header prefix ``line`` starts with, padding aside (as for Begin/End)."""
+    stripped = line.lstrip()
+    return next((p for p in (_ADD, _UPDATE, _DELETE) if stripped.startswith(p)), None)
+
+
 def _is_header(line: str) -> bool:
+    if _file_header(line) is not None:
+        return True
     return line.startswith("*** ") and not line.startswith((_EOF, _MOVE))
 
 
 def _header_path(line: str, prefix: str, number: int) -> str:
-    path = line[len(prefix) :].strip()
+    path = line.strip()[len(prefix) :].strip()
     if not path:
         raise PatchError(f"patch line {number}: '{prefix}' needs a file path.")
+    if path.endswith(("/", "\\")):
+        raise PatchError(
+            f"patch line {number}: {_shown(path)} ends with a path separator, so it names "
+            "a directory; give the path of a file."
+        )
     if len(path) > MAX_PATH:
         raise PatchError(f"patch line {number}: the path is too long ({len(path)} characters).")
     return path
@@ -180,11 +198,12 @@ class _Parser:
             self.pos += 1
             if not line.strip():
                 continue
-            if line.startswith(_ADD):
+            header = _file_header(line)
+            if header == _ADD:
                 ops.append(self.add(_header_path(line, _ADD, number)))
-            elif line.startswith(_DELETE):
+            elif header == _DELETE:
                 ops.append(self.delete(_header_path(line, _DELETE, number)))
-            elif line.startswith(_UPDATE):
+            elif header == _UPDATE:
                 ops.append(self.update(_header_path(line, _UPDATE, number)))
             else:
                 raise PatchError(
@@ -217,7 +236,7 @@ class _Parser:
 
     def update(self, path: str) -> UpdateFile:
         move_to = None
-        if self.pos < len(self.lines) - 1 and self.lines[self.pos].startswith(_MOVE):
+        if self.pos < len(self.lines) - 1 and self.lines[self.pos].lstrip().startswith(_MOVE):
             move_to = _header_path(self.lines[self.pos], _MOVE, self.pos + 1)
             self.pos += 1
         hunks = _parse_hunks(path, self.block())
@@ -317,14 +336,47 @@ def _matches(
     return all(norm(lines[pos + j]) == norm(want) for j, want in enumerate(old))
 
 
+class _Index:
+    """Where each line of a file occurs, per normaliser, so a hunk is found without a scan.
+
+    A hunk is looked for only where its rarest line occurs, so locating every hunk of a
+    patch costs about the file's size once, not once per hunk.
+    """
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self._tables: dict[int, dict[str, list[int]]] = {}
+
+    def where(self, kind: int, line: str) -> list[int]:
+        norm = _NORMALISERS[kind]
+        table = self._tables.get(kind)
+        if table is None:
+            table = self._tables[kind] = {}
+            for number, text in enumerate(self.lines):
+                table.setdefault(norm(text), []).append(number)
+        return table.get(norm(line), [])
+
+
 def _positions(
-    lines: Sequence[str], old: Sequence[str], start: int, end_of_file: bool
+    index: _Index, old: Sequence[str], start: int, end_of_file: bool, most: int = 2
 ) -> list[int]:
-    """Where ``old`` matches at or after ``start``, with the strictest matching that works."""
+    """Up to ``most`` places at or after ``start`` where ``old`` matches, strictest first."""
+    lines = index.lines
     last = len(lines) - len(old)
-    candidates = [last] if end_of_file else range(start, last + 1)
-    for norm in _NORMALISERS:
-        found = [p for p in candidates if p >= start and _matches(lines, old, p, norm)]
+    for kind, norm in enumerate(_NORMALISERS):
+        if end_of_file:
+            found = [last] if last >= start and _matches(lines, old, last, norm) else []
+        else:
+            spots = [(index.where(kind, line), j) for j, line in enumerate(old)]
+            where, j = min(spots, key=lambda spot: len(spot[0]))
+            found = []
+            for at in where[bisect.bisect_left(where, start + j) :]:
+                if at - j > last:
+                    break
+                if _matches(lines, old, at - j, norm):
+                    found.append(at - j)
+                    if len(found) == most:
+                        break
         if found:
             return found
     return []
@@ -336,19 +388,32 @@ def _find_anchor(lines: Sequence[str], anchor: str, start: int) -> int | None:
     return next((i for i in range(start, len(lines)) if lines[i].strip() == want), None)
 
 
-def _locate(lines: Sequence[str], hunk: Hunk, start: int, anchor: int | None) -> int | None:
-    found = _positions(lines, hunk.old, start, hunk.end_of_file)
+def _locate(index: _Index, hunk: Hunk, start: int, anchor: int | None) -> list[int]:
+    """Where the hunk applies: one place, two when ambiguous, none when absent.
+
+    After an ``@@`` anchor the first match counts (the anchor says which one is meant);
+    without one, a hunk must match once after the previous hunk.
+    """
+    found = _positions(index, hunk.old, start, hunk.end_of_file)
     if found:
-        return found[0]
+        return found[:1] if anchor is not None else found
     if anchor is not None:
         # Models often repeat the anchor line as the hunk's first context line.
-        found = _positions(lines, hunk.old, anchor, hunk.end_of_file)
-        return found[0] if found else None
+        return _positions(index, hunk.old, anchor, hunk.end_of_file)[:1]
     if start > 0:
-        everywhere = _positions(lines, hunk.old, 0, hunk.end_of_file)
+        everywhere = _positions(index, hunk.old, 0, hunk.end_of_file)
         if len(everywhere) == 1:
-            return everywhere[0]
-    return None
+            return everywhere
+    return []
+
+
+def _ambiguous(path: str, number: int, found: list[int]) -> PatchError:
+    return PatchError(
+        f"{path}: hunk {number} matches more than once (at lines {found[0] + 1} and "
+        f"{found[1] + 1}); nothing was applied. Add an '@@' line naming a line above the "
+        "change (such as its function header), or more context lines, so that it matches "
+        "exactly one place."
+    )
 
 
 def _mismatch(path: str, number: int, hunk: Hunk) -> PatchError:
@@ -381,40 +446,62 @@ def _join(bodies: list[str], endings: list[str], eol: str, final_newline: bool) 
     return "".join(out)
 
 
+def _place(index: _Index, hunk: Hunk, number: int, start: int, path: str) -> tuple[int, Hunk]:
+    """Find where ``hunk`` applies at or after ``start``: its position, and the hunk used."""
+    bodies = index.lines
+    anchor_at: int | None = None
+    for anchor in hunk.anchors:
+        at = _find_anchor(bodies, anchor, start)
+        if at is None:
+            raise PatchError(
+                f"{path}: hunk {number}: the anchor line {_shown(anchor)} (from '@@') was not "
+                "found" + (" after the previous hunk." if start else ".")
+            )
+        anchor_at, start = at, at + 1
+    if not hunk.old:
+        return (len(bodies) if hunk.end_of_file or not hunk.anchors else start), hunk
+    chosen = hunk
+    found = _locate(index, hunk, start, anchor_at)
+    trimmed = _trim_blank_tail(hunk)
+    if not found and trimmed is not None:
+        found, chosen = _locate(index, trimmed, start, anchor_at), trimmed
+    if not found:
+        raise _mismatch(path, number, hunk)
+    if len(found) > 1:
+        raise _ambiguous(path, number, found)
+    return found[0], chosen
+
+
 def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "the file") -> str:
     """Return ``text`` with ``hunks`` applied in order, or raise `PatchError`.
 
     ``path`` only names the file in error messages. Context lines keep the file's own
-    text and line ending; added lines take the file's line ending.
+    text and line ending; added lines take the file's line ending. Every hunk is located
+    in the original text first, then all are applied in one pass.
     """
     bodies, endings = _split(text)
     eol = next((e for e in endings if e), "\n")
     final_newline = not text or text.endswith("\n")
+    index = _Index(bodies)
+    placed: list[tuple[int, int, Hunk]] = []
     cursor = 0
     for number, hunk in enumerate(hunks, 1):
-        start = cursor
-        anchor_at: int | None = None
-        for anchor in hunk.anchors:
-            at = _find_anchor(bodies, anchor, start)
-            if at is None:
-                raise PatchError(
-                    f"{path}: hunk {number}: the anchor line {_shown(anchor)} (from '@@') was not "
-                    "found" + (" after the previous hunk." if start else ".")
-                )
-            anchor_at, start = at, at + 1
-        chosen = hunk
-        if not hunk.old:
-            pos: int | None = len(bodies) if hunk.end_of_file or not hunk.anchors else start
-        else:
-            pos = _locate(bodies, hunk, start, anchor_at)
-            trimmed = _trim_blank_tail(hunk)
-            if pos is None and trimmed is not None:
-                pos = _locate(bodies, trimmed, start, anchor_at)
-                chosen = trimmed
-        if pos is None:
-            raise _mismatch(path, number, hunk)
-        new_bodies: list[str] = []
-        new_endings: list[str] = []
+        pos, chosen = _place(index, hunk, number, cursor, path)
+        placed.append((pos, number, chosen))
+        cursor = pos + len(chosen.old)
+    new_bodies: list[str] = []
+    new_endings: list[str] = []
+    done, previous = 0, 0
+    for pos, number, chosen in sorted(placed, key=lambda item: (item[0], item[1])):
+        if pos < done:
+            first, second = sorted((previous, number))
+            raise PatchError(
+                f"{path}: hunks {first} and {second} change overlapping lines; "
+                "merge them into one hunk."
+            )
+        previous = number
+        new_bodies += bodies[done:pos]
+        new_endings += endings[done:pos]
         at = pos
         for kind, line in chosen.lines:
             if kind == " ":
@@ -424,10 +511,10 @@ def apply_hunks(text: str, hunks: Sequence[Hunk], path: str = "the file") -> str
                 new_bodies.append(line)
                 new_endings.append("")
             at += kind != "+"
-        bodies[pos:at] = new_bodies
-        endings[pos:at] = new_endings
-        cursor = pos + len(new_bodies)
-    return _join(bodies, endings, eol, final_newline)
+        done = at
+    new_bodies += bodies[done:]
+    new_endings += endings[done:]
+    return _join(new_bodies, new_endings, eol, final_newline)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,16 @@ outside the workspace (and the read-only skill directories). Output is capped.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import json
 import os
 import re
+import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +32,6 @@ from toolnexus.builtins._match import (
     VCS_DIRS,
     GlobPattern,
     decode_text,
-    matching_lines,
 )
 from toolnexus.builtins._output import cap, clip
 from toolnexus.builtins._workspace import Workspace
@@ -43,9 +50,13 @@ def _limit(args: dict[str, Any]) -> int:
 class _Walker:
     """Walks a directory tree in sorted order, staying inside the allowed bases.
 
-    Each real directory is visited once (by device and inode), so a symlink to a
-    directory already walked, or a loop, adds nothing. Version-control directories are
-    never entered; `GENERATED_DIRS` only when the search base is inside one.
+    Iterative (a tree of any depth is fine) and through directory descriptors opened
+    without following symlinks (`Workspace.directory`), so a directory swapped for a
+    symlink during the walk is skipped rather than listed. A symlink found in a listing is
+    resolved and followed only when its target is allowed. Each real directory is visited
+    once (by device and inode), so a symlink to a directory already walked, or a loop,
+    adds nothing. Version-control directories are never entered; `GENERATED_DIRS` only
+    when the search base is inside one.
     """
 
     __slots__ = ("_bases", "_seen", "_skip", "workspace")
@@ -63,38 +74,70 @@ class _Walker:
             return True
         return any(real == base or base in real.parents for base in self._bases)
 
-    def files(self, base: Path) -> Iterator[tuple[Path, str]]:
-        """Yield ``(path, path relative to base)`` for every file under ``base``."""
-        try:
-            info = base.stat()
-        except OSError:
-            return
-        self._seen.add((info.st_dev, info.st_ino))
-        yield from self._walk(str(base), "")
+    def files(self, base: Path) -> Iterator[tuple[Path, str, Path]]:
+        """Yield ``(shown path, path relative to base, real path)`` for files under ``base``."""
+        stack = [self._entries(base, base)]
+        while stack:
+            entry = next(stack[-1], None)
+            if entry is None:
+                stack.pop()
+            elif entry[0]:
+                _, shown, real = entry
+                stack.append(self._entries(real, shown))
+            else:
+                _, shown, real = entry
+                yield shown, shown.relative_to(base).as_posix(), real
 
-    def _walk(self, directory: str, prefix: str) -> Iterator[tuple[Path, str]]:
+    def _entries(self, real: Path, shown: Path) -> Iterator[tuple[bool, Path, Path]]:
+        """``(is a directory, shown path, real path)`` of each entry of ``real``, sorted."""
         try:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
-            try:
-                if entry.is_symlink() and not self.allowed(Path(entry.path).resolve()):
-                    continue
-                if entry.is_dir():
-                    if entry.name in self._skip:
-                        continue
-                    info = entry.stat()
-                    key = (info.st_dev, info.st_ino)
-                    if key in self._seen:  # a symlink loop, or a tree already walked
-                        continue
-                    self._seen.add(key)
-                    yield from self._walk(entry.path, f"{prefix}{entry.name}/")
-                elif entry.is_file():
-                    yield Path(entry.path), prefix + entry.name
-            except (OSError, RuntimeError):
-                continue
+            with self.workspace.directory(real) as fd:
+                info = os.fstat(fd)
+                if (info.st_dev, info.st_ino) in self._seen:
+                    return iter(())  # a symlink loop, or a tree already walked
+                self._seen.add((info.st_dev, info.st_ino))
+                with os.scandir(fd) as scan:
+                    listed = sorted(scan, key=lambda e: e.name)
+                found = [self._classify(entry, real, shown) for entry in listed]
+        except (OSError, ToolError):
+            return iter(())
+        return iter([item for item in found if item is not None])
+
+    def _classify(
+        self, entry: os.DirEntry[str], real: Path, shown: Path
+    ) -> tuple[bool, Path, Path] | None:
+        try:
+            target = real / entry.name
+            if entry.is_symlink():
+                target = target.resolve()
+                if not self.allowed(target):
+                    return None
+                kind = target.stat().st_mode
+            else:
+                kind = entry.stat(follow_symlinks=False).st_mode
+        except (OSError, RuntimeError):
+            return None
+        if stat.S_ISDIR(kind):
+            if entry.name in self._skip:
+                return None
+            return True, shown / entry.name, target
+        if stat.S_ISREG(kind):
+            return False, shown / entry.name, target
+        return None
+
+
+def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
+    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None."""
+    try:
+        fd = workspace.open_file(real)
+    except (OSError, ToolError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > most:
+            return None
+        raw = handle.read(most + 1)
+    return None if len(raw) > most else decode_text(raw)
 
 
 def _glob(pattern: str, field: str) -> GlobPattern:
@@ -116,44 +159,120 @@ def _search_base(workspace: Workspace, args: dict[str, Any]) -> Path:
     return base
 
 
-def _run_grep(settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any]) -> str:
-    try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
-        raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
+_WORKER = str(Path(__file__).with_name("_regex_worker.py"))
+
+
+class _Stopped(Exception):
+    """The matcher process was stopped (the call timed out or was cancelled)."""
+
+
+class _Matcher:
+    """Python ``re`` matching in a child process, so that `stop` can end a runaway pattern.
+
+    A backtracking pattern on a long line holds the GIL until it ends; in a child process
+    it freezes nothing here, and killing the child ends it (see `_regex_worker`).
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self._pattern = pattern
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._stopped:
+                raise _Stopped
+            if self._process is None:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-I", "-S", _WORKER],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+                self._send(self._process, json.dumps(self._pattern).encode() + b"\n")
+            return self._process
+
+    @staticmethod
+    def _send(process: subprocess.Popen[bytes], data: bytes) -> None:
+        assert process.stdin is not None
+        try:
+            process.stdin.write(data)
+            process.stdin.flush()
+        except (OSError, ValueError):
+            raise _Stopped from None
+
+    def lines(self, text: str, most: int) -> list[tuple[int, str]]:
+        """Return at most ``most`` ``(line number, line)`` pairs of ``text`` that match."""
+        process = self._start()
+        data = text.encode("utf-8")
+        self._send(process, json.dumps([len(data), most]).encode() + b"\n" + data)
+        assert process.stdout is not None
+        try:
+            reply = process.stdout.readline()
+        except (OSError, ValueError):
+            reply = b""
+        if not reply:
+            raise _Stopped
+        return [(number, line) for number, line in json.loads(reply)]
+
+    def stop(self) -> None:
+        """Kill the child process (if any) and release its pipes; later calls fail."""
+        with self._lock:
+            self._stopped = True
+            process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+
+
+def _run_grep(
+    settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any], matcher: _Matcher
+) -> str:
     limit = _limit(args)
     include = _glob(args["include"], "include") if args.get("include") else None
     base = _search_base(workspace, args)
     limits = settings.limits
     if base.is_file():
-        candidates: Iterator[tuple[Path, str]] = iter([(base, base.name)])
+        candidates: Iterator[tuple[Path, str, Path]] = iter([(base, base.name, base)])
     else:
         candidates = _Walker(workspace, base).files(base)
     found: list[str] = []
     skipped = 0
     more = False
-    for path, relative in candidates:
+    for path, relative, real in candidates:
         if include is not None and not include.matches(relative):
             continue
-        try:
-            if path.stat().st_size > limits.max_read_bytes:
-                skipped += 1
-                continue
-            text = decode_text(path.read_bytes())
-        except OSError:
-            text = None
+        text = _read_text(workspace, real, limits.max_read_bytes)
         if text is None:
             skipped += 1
             continue
         shown = workspace.display(path)
-        for number, line in matching_lines(text, regex):
+        for number, line in matcher.lines(text, limit + 1 - len(found)):
             if len(found) == limit:
                 more = True
                 break
-            found.append(f"{shown}:{number}:{clip(line, limits.max_line_length)}")
+            found.append(
+                _match_line(f"{shown}:{number}:", line, limits.max_line_length, limits.max_bytes)
+            )
         if more:
             break
     return _grep_report(found, limit, more, skipped, limits.max_lines, limits.max_bytes)
+
+
+def _match_line(prefix: str, line: str, most_chars: int, most_bytes: int) -> str:
+    """``prefix`` and ``line``, the line cut (and saying so) to fit both output caps."""
+    length = len(line)
+    line = clip(line, most_chars, "... [line truncated: {length} characters]")
+    room = most_bytes - len(prefix.encode("utf-8"))
+    if len(line.encode("utf-8")) > room:
+        kept = line.encode("utf-8")[: max(room - 60, 0)].decode("utf-8", errors="ignore")
+        line = f"{kept}... [line truncated: {length} characters, over the output cap]"
+    return prefix + line
 
 
 def _grep_report(
@@ -189,7 +308,7 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
         raise ToolError(f"Search path {args.get('path')!r} is a file, not a directory.")
     found: list[str] = []
     more = False
-    for path, relative in _Walker(workspace, base).files(base):
+    for path, relative, _ in _Walker(workspace, base).files(base):
         if matcher.matches(relative):
             if len(found) == limit:
                 more = True
@@ -224,8 +343,27 @@ def _search_handler(
 
 
 def grep_handler(settings: BuiltinSettings) -> Handler:
-    """Return the handler of the ``grep`` tool for ``settings``' workspace."""
-    return _search_handler(_run_grep, settings)
+    """Return the handler of the ``grep`` tool for ``settings``' workspace.
+
+    The handler is async: the search runs on a thread and the matching in a child process
+    (`_Matcher`), and when the call times out or is cancelled the child is killed, so a
+    catastrophic pattern neither freezes the event loop nor outlives its call.
+    """
+    workspace = Workspace(settings)
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            re.compile(args["pattern"])
+        except re.error as exc:
+            raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
+        matcher = _Matcher(args["pattern"])
+        try:
+            run = functools.partial(_run_grep, settings, workspace, args, matcher)
+            return ToolResult(await asyncio.to_thread(run))
+        finally:
+            matcher.stop()
+
+    return handler
 
 
 def glob_handler(settings: BuiltinSettings) -> Handler:

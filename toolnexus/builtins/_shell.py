@@ -10,15 +10,30 @@ is not, and the output pipe is closed even while such a process still holds it.
 The command inherits the host's environment except the variables in
 ``BuiltinSettings.hidden_env`` (by default ``GEMINI_API_KEY`` and ``GOOGLE_API_KEY``, so a
 command cannot print the agent's key into the transcript; ``build(hidden_env=...)``
-changes the set). This is not a sandbox: the command can do anything the host user
-can. Drop the tool (``build(builtins={"tools": {"bash": False}})``) or replace it with
-your own for untrusted models.
+changes the set).
+
+Hiding the variables is not enough on its own: ``/proc/<pid>/environ`` (what
+``cat /proc/$PPID/environ`` and ``ps eww`` read) shows the environment a process was
+*started* with, so the agent's key stays readable there whatever the agent later removes
+from ``os.environ``. So each command runs in its own PID namespace under bubblewrap
+(``bwrap``) with a fresh ``/proc``: it sees only its own processes, never the agent's.
+Everything else stays as on the host (the whole file system, the network, the user); as
+root the command also loses ``CAP_SYS_ADMIN``, which could otherwise unmount the fresh
+``/proc``. Every process of a command ends when the command does, background ones
+included. Where ``bwrap`` is missing or cannot create namespaces, commands run plainly (a
+warning is logged once) and can read the agent's environment; ``build(isolate_shell=False)``
+asks for that on purpose.
+
+This is not a sandbox: the command can do anything the host user can. Drop the tool
+(``build(builtins={"tools": {"bash": False}})``) or replace it with your own for
+untrusted models.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +48,8 @@ from toolnexus.builtins._workspace import Workspace
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 __all__ = ["bash_handler"]
+
+logger = logging.getLogger("toolnexus.bash")
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 86_400_000
@@ -130,18 +147,65 @@ def _environment(hidden: frozenset[str]) -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in hidden}
 
 
+def _bwrap_prefix(bwrap: str, cwd: Path) -> list[str]:
+    """Return the ``bwrap`` arguments running a command in a new PID namespace, all else shared."""
+    prefix = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"]
+    prefix += ["--die-with-parent", "--chdir", str(cwd)]
+    if os.geteuid() == 0:
+        # Root keeps its capabilities inside; without this one it cannot unmount the new
+        # /proc to uncover the host's.
+        prefix += ["--cap-drop", "CAP_SYS_ADMIN"]
+    return [*prefix, "--"]
+
+
+_isolation: dict[str, str | None] = {}
+"""Whether ``bwrap`` works on this host: its path, or ``None``; probed once per process."""
+
+
+async def _working_bwrap() -> str | None:
+    """Return the path of a ``bwrap`` that can create a PID namespace here, or ``None``."""
+    if "bwrap" in _isolation:
+        return _isolation["bwrap"]
+    found = shutil.which("bwrap")
+    works = False
+    if found:
+        with contextlib.suppress(OSError):
+            probe = await asyncio.create_subprocess_exec(
+                *_bwrap_prefix(found, Path("/")),
+                "true",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            works = await probe.wait() == 0
+    if not works:
+        logger.warning(
+            "bash commands run without their own PID namespace (%s): they can read the "
+            "agent's process environment, API keys included. Install bubblewrap to isolate "
+            "them.",
+            "bwrap cannot create namespaces here" if found else "bwrap is not installed",
+        )
+    _isolation["bwrap"] = found if works else None
+    return _isolation["bwrap"]
+
+
+async def _command_line(shell: str, command: str, cwd: Path, isolate: bool) -> list[str]:
+    bwrap = await _working_bwrap() if isolate else None
+    prefix = _bwrap_prefix(bwrap, cwd) if bwrap else []
+    return [*prefix, shell, "-c", command]
+
+
 async def _run(command: str, cwd: Path, seconds: float, settings: BuiltinSettings) -> ToolResult:
     limits = settings.limits
     shell = shutil.which("bash") or "/bin/sh"
     out = _Output(keep=limits.max_bytes)
     protocol = _Shell(out)
     loop = asyncio.get_running_loop()
+    argv = await _command_line(shell, command, cwd, settings.isolate_shell)
     starting = asyncio.ensure_future(
         loop.subprocess_exec(
             lambda: protocol,
-            shell,
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             env=_environment(settings.hidden_env),
             stdin=asyncio.subprocess.DEVNULL,

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
-from pathlib import Path
 
 from toolnexus.tool import ToolError
 
@@ -101,27 +100,30 @@ def match_line_endings(new: str, old: str) -> str:
     return new.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves the old file or the new one.
+def atomic_write(directory: int, name: str, data: bytes) -> None:
+    """Write ``data`` to the file ``name`` in the open directory ``directory``, atomically.
 
-    The bytes go to a temporary file in the same directory, which then replaces
-    ``path`` in one step. An existing file keeps its permission bits; a new one gets the
-    usual mode for new files. Parent directories are created as needed.
+    The bytes go to a new temporary file in the same directory (created exclusively, never
+    through a symlink), which then replaces ``name`` in one step, so a crash leaves the
+    old file or the new one. Working through the directory's descriptor means a directory
+    swapped for a symlink meanwhile cannot send the write elsewhere. An existing file keeps
+    its permission bits; a new one gets the usual mode for new files.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = path.stat().st_mode & 0o7777
+        mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode & 0o7777
     except FileNotFoundError:
         mode = _NEW_FILE_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".tmp")
+    tmp = f".{name[:40]}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600, dir_fd=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=directory)
         raise

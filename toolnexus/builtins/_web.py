@@ -4,10 +4,17 @@ Only ``http`` and ``https`` URLs are fetched (never ``file://`` or other schemes
 body is read up to `MAX_DOWNLOAD_BYTES`; HTML is converted with ``markdownify`` or
 stripped to plain text; non-text content types are refused with a clear message; a
 non-2xx status is an error that shows the status and the start of the body.
+
+Only public addresses are fetched unless ``BuiltinSettings.allow_private_network`` (see
+`GuardedTransport`). ``timeout`` is one deadline for the whole call: connecting, every
+redirect, reading the body and converting it. Conversion runs on a worker thread, after a
+linear pass that drops scripts and styles (an unclosed ``<script>`` drops the rest of the
+page, as a browser would not show it either).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,9 +22,11 @@ from urllib.parse import urlsplit
 import httpx
 from markdownify import markdownify
 
+from toolnexus._execute import in_worker
 from toolnexus._registry import BuiltinSettings
 from toolnexus.builtins._arguments import positive_number
 from toolnexus.builtins._html import TextExtractor
+from toolnexus.builtins._netguard import GuardedTransport
 from toolnexus.builtins._output import cap
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
@@ -85,6 +94,25 @@ def html_to_text(html: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+_HIDDEN_OPEN = re.compile(r"<(script|style|noscript|template)\b[^>]*>", re.I)
+
+
+def _without_scripts(html: str) -> str:
+    """Return ``html`` without its script, style, noscript and template elements.
+
+    One pass from left to right: an element that is never closed runs to the end of the
+    page and goes with it, so no character is scanned twice.
+    """
+    kept: list[str] = []
+    position = 0
+    while opening := _HIDDEN_OPEN.search(html, position):
+        kept.append(html[position : opening.start()])
+        closing = re.compile(rf"</{opening.group(1)}\s*>", re.I).search(html, opening.end())
+        position = closing.end() if closing else len(html)
+    kept.append(html[position:])
+    return "".join(kept)
+
+
 def html_to_markdown(html: str) -> str:
     """Return ``html`` converted to Markdown (scripts and styles dropped).
 
@@ -93,10 +121,7 @@ def html_to_markdown(html: str) -> str:
         html_to_markdown("<h1>Title</h1><p>a &amp; <b>b</b></p>")
         # "# Title", a blank line, then "a & **b**"
     """
-    cleaned = re.sub(
-        r"<(script|style|noscript|template)\b[^>]*>.*?</\1\s*>", "", html, flags=re.I | re.S
-    )
-    markdown: str = markdownify(cleaned, heading_style="ATX", strip=["img"])
+    markdown: str = markdownify(_without_scripts(html), heading_style="ATX", strip=["img"])
     return re.sub(r"\n{3,}", "\n\n", markdown).strip()
 
 
@@ -119,14 +144,19 @@ def _check_args(args: dict[str, Any]) -> tuple[str, str, float]:
     return url, fmt, timeout
 
 
-async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bool]:
+async def _download(
+    url: str, seconds: float, settings: BuiltinSettings
+) -> tuple[httpx.Response, bytes, bool]:
     headers = {
         "User-Agent": "toolnexus-webfetch/0.1",
         "Accept": "text/html, text/*;q=0.9, */*;q=0.5",
     }
+    transport = GuardedTransport(allow_private=settings.allow_private_network)
     try:
         async with (
-            httpx.AsyncClient(timeout=seconds, follow_redirects=True, headers=headers) as client,
+            httpx.AsyncClient(
+                transport=transport, timeout=seconds, follow_redirects=True, headers=headers
+            ) as client,
             client.stream("GET", url) as response,
         ):
             body = bytearray()
@@ -139,7 +169,7 @@ async def _download(url: str, seconds: float) -> tuple[httpx.Response, bytes, bo
                     break
             return response, bytes(body), cut
     except httpx.TimeoutException:
-        raise ToolError(f"Fetching {url} timed out after {seconds:g} s.") from None
+        raise _timed_out(url, seconds) from None
     except httpx.InvalidURL as exc:
         raise ToolError(f"Invalid arguments: `url` is not a valid URL: {exc}") from None
     except (httpx.HTTPError, OSError) as exc:
@@ -154,16 +184,33 @@ def _decode(response: httpx.Response, body: bytes) -> str:
         return body.decode("utf-8", errors="replace")
 
 
+def _timed_out(url: str, seconds: float) -> ToolError:
+    return ToolError(f"Fetching {url} timed out after {seconds:g} s.")
+
+
 async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
     url, fmt, timeout = _check_args(args)
-    response, body, cut = await _download(url, timeout)
+    deadline = asyncio.timeout(timeout)
+    try:
+        async with deadline:
+            return await _fetch_within(settings, url, fmt, seconds=timeout)
+    except TimeoutError:
+        if deadline.expired():
+            raise _timed_out(url, timeout) from None
+        raise
+
+
+async def _fetch_within(
+    settings: BuiltinSettings, url: str, fmt: str, *, seconds: float
+) -> ToolResult:
+    response, body, cut = await _download(url, seconds, settings)
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
     meta = {"status": response.status_code, "content_type": content_type, "url": str(response.url)}
     if not 200 <= response.status_code < 300:
         text = _decode(response, body) if _is_text(content_type) else ""
         if _is_html(content_type, text):
-            text = html_to_text(text)
+            text = await in_worker(lambda: html_to_text(text))
         piece = text[:_ERROR_BODY_CHARS] + ("..." if len(text) > _ERROR_BODY_CHARS else "")
         detail = f"\n{piece}" if piece.strip() else ""
         return ToolResult(f"{status} for {url}{detail}", is_error=True, metadata=meta)
@@ -177,7 +224,8 @@ async def _fetch(settings: BuiltinSettings, args: dict[str, Any]) -> ToolResult:
         )
     text = _decode(response, body)
     if fmt != "html" and _is_html(content_type, text):
-        text = html_to_markdown(text) if fmt == "markdown" else html_to_text(text)
+        convert = html_to_markdown if fmt == "markdown" else html_to_text
+        text = await in_worker(lambda: convert(text))
     if cut:
         text += f"\n[download stopped after {MAX_DOWNLOAD_BYTES} bytes]"
     output = cap(

@@ -8,6 +8,9 @@ read-modify-write of the file tools one step per file when calls run concurrentl
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
+import stat
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
@@ -16,7 +19,7 @@ from pathlib import Path
 from toolnexus._registry import BuiltinSettings
 from toolnexus.errors import ToolError
 
-__all__ = ["MAX_PATH", "Workspace", "os_error", "path_locks"]
+__all__ = ["MAX_PATH", "Moved", "Workspace", "os_error", "path_locks"]
 
 MAX_PATH = 4096
 """Longest path (characters) a built-in accepts."""
@@ -24,6 +27,33 @@ MAX_PATH = 4096
 
 def _within(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+"""No-follow everywhere; non-blocking so that opening a FIFO returns at once."""
+
+
+class Moved(OSError):
+    """A part of a path became a symlink (or stopped being a directory) while in use."""
+
+
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _step(parent: int, name: str, *, create: bool) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
 
 
 class Workspace:
@@ -66,6 +96,58 @@ class Workspace:
             "Use a path inside the workspace."
         )
 
+    def _base(self, real: Path) -> Path:
+        if self.confine:
+            for base in (self.root, *self.read_only):
+                if _within(real, base):
+                    return base
+            raise ToolError(f"{real} is outside the workspace {self.root}.")
+        return Path(real.anchor)
+
+    @contextlib.contextmanager
+    def directory(self, real: Path, *, create: bool = False) -> Iterator[int]:
+        """Yield a file descriptor of the directory ``real`` (a path from `resolve`).
+
+        The path is opened one component at a time from its base (the root, a read-only
+        dir, or ``/`` when not confined), never following a symlink: a directory swapped
+        for a symlink between `resolve` and now raises `Moved` instead of leading outside.
+        With ``create``, missing directories are made on the way.
+        """
+        base = self._base(real)
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for name in real.relative_to(base).parts:
+                try:
+                    next_fd = _step(fd, name, create=create)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
+                        raise Moved(
+                            exc.errno, "a part of the path changed while in use", str(real)
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = next_fd
+            yield fd
+        finally:
+            os.close(fd)
+
+    def open_file(self, real: Path) -> int:
+        """Open ``real`` (a path from `resolve`) for reading without following symlinks.
+
+        Returns a file descriptor the caller closes. Opening does not block on a FIFO;
+        callers check the type with ``os.fstat``. Raises `Moved` when the file or a
+        directory on its path became a symlink since `resolve`.
+        """
+        with self.directory(real.parent) as parent:
+            try:
+                return os.open(real.name, _FILE_FLAGS, dir_fd=parent)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise Moved(
+                        exc.errno, "the file became a symlink while in use", str(real)
+                    ) from None
+                raise
+
     def display(self, path: Path) -> str:
         """``path`` relative to the root when inside it, else absolute."""
         try:
@@ -76,6 +158,11 @@ class Workspace:
 
 def os_error(exc: OSError) -> ToolError:
     """Return a `ToolError` for an unexpected ``OSError`` (a race, an odd path)."""
+    if isinstance(exc, Moved):
+        return ToolError(
+            f"{exc.filename} changed while in use: {exc.strerror} (a directory or the file "
+            "was replaced by a symlink). Nothing was done; check the path and try again."
+        )
     where = str(exc.filename or "the file")
     if len(where) > 200:
         where = f"{where[:200]}... ({len(where)} characters)"

@@ -558,3 +558,64 @@ def test_a_new_fake_refuses_corrupted_moved_or_foreign_signatures() -> None:
         expect_400(response, "Invalid/Corrupted thought signature")
     foreign = _resume(FakeGemini(["never"], signing_key="other"), [USER, model, results(model)])
     expect_400(foreign, "Invalid/Corrupted thought signature")
+
+
+# ------------------------------------------------------------------ per model family
+
+URL_2_0 = URL.replace("gemini-3-flash", "gemini-2.0-flash")
+URL_2_5 = URL.replace("gemini-3-flash", "gemini-2.5-flash")
+
+
+@pytest.mark.parametrize("url", [URL, URL_2_5])
+def test_a_signature_echoed_on_a_call_whose_id_the_client_filled_in_passes(url: str) -> None:
+    # Recorded: other clients give id-less calls an id of their own and echo the signature;
+    # the real API accepted 66 such requests on gemini-2.5-flash, 2.5-pro and Gemini 3.
+    s = Session(reply(function_call("get_weather", {"city": "Paris"}, id=None)), "Sunny.")
+    model = s.post({"contents": [USER], "tools": TOOLS}, url).json()["candidates"][0]["content"]
+    assert "id" not in model["parts"][0]["functionCall"]
+    assert "thoughtSignature" in model["parts"][0]
+    model["parts"][0]["functionCall"]["id"] = "client-1"
+    expect_ok(s.post({"contents": [USER, model, results(model)], "tools": TOOLS}, url))
+
+
+def test_a_signature_stays_tied_to_the_calls_content() -> None:
+    s = Session(reply(function_call("get_weather", {"city": "Paris"}, id=None)), "Sunny.")
+    model = s.model_turn()
+    model["parts"][0]["functionCall"]["id"] = "client-1"
+    model["parts"][0]["functionCall"]["args"] = {"city": "Oslo"}
+    expect_400(
+        s.post({"contents": [USER, model, results(model)]}), "Invalid/Corrupted thought signature"
+    )
+
+
+def test_an_unsigned_call_turn_is_accepted_on_gemini_2_and_refused_on_gemini_3() -> None:
+    call = {"role": "model", "parts": [{"functionCall": {"name": "get_weather", "args": {}}}]}
+    answer = {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "get_weather", "response": {}}}],
+    }
+    expect_ok(Session("ok").post({"contents": [USER, call, answer]}, URL_2_0))
+    expect_ok(Session("ok").post({"contents": [USER, call, answer]}, URL_2_5))
+    expect_400(
+        Session("ok").post({"contents": [USER, call, answer]}), "missing a thought_signature"
+    )
+
+
+def test_answers_split_over_user_contents_are_accepted_on_gemini_2() -> None:
+    s = Session()
+    model = s.post({"contents": [USER], "tools": TOOLS}, URL_2_5).json()["candidates"][0]["content"]
+    answer = results(model)
+    one = {"role": "user", "parts": answer["parts"][:1]}
+    two = {"role": "user", "parts": answer["parts"][1:]}
+    expect_ok(s.post({"contents": [USER, model, one, two]}, URL_2_5))
+    missing = {"role": "user", "parts": answer["parts"][:1]}
+    expect_400(s.post({"contents": [USER, model, missing]}, URL_2_5), "number of function response")
+
+
+def test_tools_as_one_object_and_a_video_metadata_part_are_accepted() -> None:
+    s = Session("ok", "ok")
+    expect_ok(s.post({"contents": [USER], "tools": TOOLS[0]}))
+    video = {"videoMetadata": {"startOffset": "10s", "endOffset": "20s"}}
+    clip = {"fileData": {"mimeType": "video/mp4", "fileUri": "https://example.com/v.mp4"}}
+    user = {"role": "user", "parts": [clip, video, {"text": "What happens?"}]}
+    expect_ok(s.post({"contents": [user]}))

@@ -170,9 +170,39 @@ def test_missing_anchor_is_an_error() -> None:
 
 
 def test_hunks_apply_in_order_after_each_other() -> None:
-    text = "x\ny\nx\ny\n"
-    out = apply_hunks(text, [hunk("-x", "+1"), hunk("-x", "+2")])
-    assert out == "1\ny\n2\ny\n"
+    text = "x\ny\nx\nz\n"
+    out = apply_hunks(text, [hunk("-x", " y", "+1"), hunk("-x", "+2")])
+    assert out == "y\n1\n2\nz\n"
+
+
+def test_ambiguous_context_is_refused() -> None:
+    text = "def a():\n    return 1\n\ndef b():\n    return 1\n"
+    with pytest.raises(PatchError) as info:
+        apply_hunks(text, [hunk("-    return 1", "+    return 2")], "m.py")
+    assert "m.py: hunk 1 matches more than once (at lines 2 and 5)" in str(info.value)
+    assert "'@@'" in str(info.value)
+
+
+def test_an_anchor_or_more_context_makes_a_hunk_unique() -> None:
+    text = "def a():\n    return 1\n\ndef b():\n    return 1\n"
+    want = "def a():\n    return 1\n\ndef b():\n    return 2\n"
+    assert (
+        apply_hunks(text, [hunk("-    return 1", "+    return 2", anchors=("def b():",))]) == want
+    )
+    assert apply_hunks(text, [hunk(" def b():", "-    return 1", "+    return 2")]) == want
+
+
+def test_overlapping_hunks_are_refused() -> None:
+    with pytest.raises(PatchError, match="hunks 1 and 2 change overlapping lines"):
+        apply_hunks("a\nb\nc\n", [hunk("-b", " c", "+B"), hunk(" a", "-b", "+X")])
+
+
+def test_many_hunks_on_a_long_file_apply_in_order() -> None:
+    lines = [f"line {i}" for i in range(4000)]
+    hunks = [hunk(f" line {i}", f"-line {i + 1}", f"+LINE {i + 1}") for i in range(0, 4000, 2)]
+    out = apply_hunks("\n".join(lines) + "\n", hunks).splitlines()
+    assert out[:4] == ["line 0", "LINE 1", "line 2", "LINE 3"]
+    assert out[-1] == "LINE 3999"
 
 
 def test_out_of_order_hunk_accepted_when_unique() -> None:
@@ -324,3 +354,40 @@ def test_no_newline_marker_from_unified_diffs_is_ignored() -> None:
     (op,) = parse_patch(patch("*** Update File: a", "-x", "\\ No newline at end of file", "+y"))
     assert isinstance(op, UpdateFile)
     assert op.hunks[0].lines == (("-", "x"), ("+", "y"))
+
+
+@pytest.mark.parametrize("pad", ["  ", "\t", " "])
+def test_padded_file_headers_are_accepted_like_padded_markers(pad: str) -> None:
+    ops = parse_patch(
+        patch(
+            f"{pad}*** Update File: a.py",
+            f"{pad}*** Move to: b.py",
+            "-x",
+            "+y",
+            f"{pad}*** Add File: c.py",
+            "+z",
+            f"{pad}*** Delete File: d.py",
+        )
+    )
+    assert ops == [
+        UpdateFile("a.py", (Hunk((("-", "x"), ("+", "y"))),), move_to="b.py"),
+        AddFile("c.py", "z\n"),
+        DeleteFile("d.py"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "*** Add File: newdir/",
+        "*** Update File: src/",
+        "*** Delete File: old/",
+        "*** Add File: x\\",
+    ],
+)
+def test_a_path_ending_in_a_separator_is_refused(header: str) -> None:
+    body = [header, "+x"] if "Add" in header else [header]
+    if "Update" in header:
+        body += ["-a", "+b"]
+    with pytest.raises(PatchError, match="names a directory"):
+        parse_patch(patch(*body))

@@ -120,7 +120,16 @@ def test_grep_long_lines_are_clipped(workspace: Path) -> None:
     (workspace / "long.txt").write_text("needle" + "x" * 500 + "\n")
     tk = toolnexus.build(root=workspace, limits=Limits(max_line_length=20))
     out = grep(tk, pattern="needle", include="long.txt").output
-    assert out == "long.txt:1:needlexxxxxxxxxxxxxx... [line cut at 20 characters]"
+    assert out == "long.txt:1:needlexxxxxxxxxxxxxx... [line truncated: 506 characters]"
+
+
+def test_grep_line_longer_than_the_output_cap_says_it_was_truncated(workspace: Path) -> None:
+    (workspace / "long.txt").write_text("needle" + "é" * 3000 + "\n")
+    tk = toolnexus.build(root=workspace, limits=Limits(max_bytes=1000, max_line_length=5000))
+    out = grep(tk, pattern="needle", include="long.txt").output
+    assert out.startswith("long.txt:1:needleé")
+    assert out.endswith("... [line truncated: 3006 characters, over the output cap]")
+    assert len(out.encode()) <= 1000
 
 
 def test_grep_output_is_capped(workspace: Path) -> None:

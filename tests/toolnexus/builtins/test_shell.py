@@ -23,6 +23,12 @@ def tk(tmp_path: Path) -> Toolkit:
     return toolnexus.build(root=tmp_path)
 
 
+@pytest.fixture
+def plain(tmp_path: Path) -> Toolkit:
+    """Commands without their own PID namespace, so their pids are the test's pids."""
+    return toolnexus.build(root=tmp_path, isolate_shell=False)
+
+
 def bash(tk: Toolkit, command: str, **args: object) -> ToolResult:
     return toolnexus.execute(tk, "bash", {"command": command, **args})
 
@@ -98,9 +104,9 @@ def test_malformed_arguments(tk: Toolkit) -> None:
     assert "unknown argument `cwd`" in bash(tk, "ls", cwd="/").output
 
 
-def test_timeout_kills_the_whole_process_group(tk: Toolkit, tmp_path: Path) -> None:
+def test_timeout_kills_the_whole_process_group(plain: Toolkit, tmp_path: Path) -> None:
     command = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; echo started; wait"
-    result = bash(tk, command, timeout=500)
+    result = bash(plain, command, timeout=500)
     assert result.is_error is True
     assert result.output.startswith("started\n[command timed out after 500 ms")
     assert result.metadata is not None and result.metadata["timed_out"] is True
@@ -108,9 +114,9 @@ def test_timeout_kills_the_whole_process_group(tk: Toolkit, tmp_path: Path) -> N
     assert _wait_dead(pids)
 
 
-async def test_cancellation_kills_the_process_group(tk: Toolkit, tmp_path: Path) -> None:
+async def test_cancellation_kills_the_process_group(plain: Toolkit, tmp_path: Path) -> None:
     command = "sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait"
-    task = asyncio.create_task(toolnexus.execute_async(tk, "bash", {"command": command}))
+    task = asyncio.create_task(toolnexus.execute_async(plain, "bash", {"command": command}))
     while not (tmp_path / "shell.pid").exists() or not (tmp_path / "shell.pid").read_text():
         await asyncio.sleep(0.01)
     task.cancel()
@@ -120,16 +126,16 @@ async def test_cancellation_kills_the_process_group(tk: Toolkit, tmp_path: Path)
     assert await asyncio.to_thread(_wait_dead, pids)
 
 
-def test_background_process_holding_the_output_is_stopped(tk: Toolkit, tmp_path: Path) -> None:
-    result = bash(tk, "sleep 30 & echo $! > child.pid; echo started")
+def test_background_process_holding_the_output_is_stopped(plain: Toolkit, tmp_path: Path) -> None:
+    result = bash(plain, "sleep 30 & echo $! > child.pid; echo started")
     assert result.is_error is False
     assert result.output.startswith("started\n")
     assert "background processes" in result.output
     assert _wait_dead([int((tmp_path / "child.pid").read_text())])
 
 
-def test_detached_background_process_is_left_alone(tk: Toolkit, tmp_path: Path) -> None:
-    result = bash(tk, "sleep 30 > /dev/null 2>&1 & echo $! > child.pid; echo ok")
+def test_detached_background_process_is_left_alone(plain: Toolkit, tmp_path: Path) -> None:
+    result = bash(plain, "sleep 30 > /dev/null 2>&1 & echo $! > child.pid; echo ok")
     assert result.output == "ok\n"
     pid = int((tmp_path / "child.pid").read_text())
     try:
@@ -192,9 +198,11 @@ def test_odd_input_is_an_error_not_a_crash(
     assert "failed:" not in result.output
 
 
-def test_context_timeout_also_kills_the_process_group(tk: Toolkit, tmp_path: Path) -> None:
+def test_context_timeout_also_kills_the_process_group(plain: Toolkit, tmp_path: Path) -> None:
     command = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; wait"
-    result = toolnexus.execute(tk, "bash", {"command": command}, toolnexus.ToolContext(timeout=1))
+    result = toolnexus.execute(
+        plain, "bash", {"command": command}, toolnexus.ToolContext(timeout=1)
+    )
     assert result.is_error is True
     assert "timed out after 1 s" in result.output
     pids = [int((tmp_path / name).read_text()) for name in ("shell.pid", "child.pid")]
@@ -218,10 +226,10 @@ def _no_unraisable(run: Callable[[], ToolResult]) -> ToolResult:
 
 
 def test_timeout_with_a_setsid_child_says_so_and_closes_the_pipe(
-    tk: Toolkit, tmp_path: Path
+    plain: Toolkit, tmp_path: Path
 ) -> None:
     command = "setsid sleep 30 & echo $! > child.pid; sleep 10"
-    result = _no_unraisable(lambda: bash(tk, command, timeout=300))
+    result = _no_unraisable(lambda: bash(plain, command, timeout=300))
     pid = int((tmp_path / "child.pid").read_text())
     try:
         assert result.is_error is True
@@ -235,8 +243,10 @@ def test_timeout_with_a_setsid_child_says_so_and_closes_the_pipe(
         os.kill(pid, 9)
 
 
-def test_finished_command_with_a_setsid_child_closes_the_pipe(tk: Toolkit, tmp_path: Path) -> None:
-    result = _no_unraisable(lambda: bash(tk, "setsid sleep 30 & echo $! > child.pid; echo ok"))
+def test_finished_command_with_a_setsid_child_closes_the_pipe(
+    plain: Toolkit, tmp_path: Path
+) -> None:
+    result = _no_unraisable(lambda: bash(plain, "setsid sleep 30 & echo $! > child.pid; echo ok"))
     pid = int((tmp_path / "child.pid").read_text())
     try:
         assert result.is_error is False
@@ -245,8 +255,8 @@ def test_finished_command_with_a_setsid_child_closes_the_pipe(tk: Toolkit, tmp_p
         os.kill(pid, 9)
 
 
-def test_plain_timeout_mentions_processes_that_left_the_group(tk: Toolkit) -> None:
-    result = _no_unraisable(lambda: bash(tk, "sleep 10", timeout=200))
+def test_plain_timeout_mentions_processes_that_left_the_group(plain: Toolkit) -> None:
+    result = _no_unraisable(lambda: bash(plain, "sleep 10", timeout=200))
     assert "killed; processes that left the process group (setsid, daemons) may still run" in (
         result.output
     )

@@ -76,7 +76,7 @@ def server() -> Iterator[str]:
 
 @pytest.fixture
 def tk(tmp_path: Path) -> Toolkit:
-    return toolnexus.build(root=tmp_path)
+    return toolnexus.build(root=tmp_path, allow_private_network=True)
 
 
 def fetch(tk: Toolkit, url: str, **args: object) -> ToolResult:
@@ -127,7 +127,7 @@ def test_non_text_content_is_refused(tk: Toolkit, server: str) -> None:
 
 
 def test_output_is_capped(tmp_path: Path, server: str) -> None:
-    tk = toolnexus.build(root=tmp_path, limits=Limits(max_lines=100))
+    tk = toolnexus.build(root=tmp_path, limits=Limits(max_lines=100), allow_private_network=True)
     result = fetch(tk, f"{server}/long")
     lines = result.output.splitlines()
     assert lines[99] == "line 99"

@@ -1,0 +1,166 @@
+"""What a run costs in US dollars, from Gemini's price table.
+
+The table is data shipped with the package (``agent/prices.json``), versioned with the date
+its prices were read (`PriceTable.source_date`). Each model has an input, an output (thinking
+included) and a cached-input price per million tokens, and where Gemini has them a
+long-context tier (a request whose prompt is over the threshold is billed at it in full) and
+Batch API prices.
+
+A model name the table does not hold exactly is priced as the longest table name it starts
+with (``gemini-2.5-flash-preview-09-2025`` as ``gemini-2.5-flash``); such a cost, and one
+built on a price the table marks *derived*, is flagged `Cost.estimated`. A model with no
+price at all has ``Cost.usd`` ``None``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent._result import Usage
+
+__all__ = ["Cost", "PriceTable", "price_table", "run_cost"]
+
+_PER = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What a run cost, in US dollars, by Gemini's published prices.
+
+    Example::
+
+        result = await agent.run("...")
+        print(f"${result.cost.usd:.4f}", "(estimated)" if result.cost.estimated else "")
+    """
+
+    usd: float | None = 0.0
+    """The total: every model turn plus any compaction summary; ``None`` when the model has
+    no price in the table."""
+    estimated: bool = False
+    """The price was not read off the table for this exact model (a name matched by prefix,
+    or a price the table marks derived)."""
+    turns: tuple[float, ...] = ()
+    """Dollars per model turn, in order (matching ``RunResult.turn_usage``)."""
+    model: str | None = None
+    """The price-table entry used."""
+    prices_date: str | None = None
+    """The date the price table's prices were read (``YYYY-MM-DD``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "usd": None if self.usd is None else round(self.usd, 8),
+            "estimated": self.estimated,
+            "turns": [round(usd, 8) for usd in self.turns],
+            "model": self.model,
+            "prices_date": self.prices_date,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTable:
+    """Gemini prices per model (USD per million tokens), with the date they were read."""
+
+    source_date: str
+    """When the prices were read off Google's pricing pages."""
+    models: Mapping[str, Mapping[str, Any]]
+    """Model name -> its prices, as in ``prices.json``."""
+
+    def lookup(self, model: str) -> tuple[str, Mapping[str, Any], bool] | None:
+        """Find the prices of ``model``.
+
+        Args:
+            model: A model name, with or without ``models/``.
+
+        Returns:
+            ``(table name, prices, exact)``, or ``None`` when no entry fits.
+        """
+        name = model.removeprefix("models/")
+        if name in self.models:
+            return name, self.models[name], True
+        fits = [key for key in self.models if name.startswith(key + "-")]
+        if not fits:
+            return None
+        key = max(fits, key=len)
+        return key, self.models[key], False
+
+    def turn_cost(
+        self, prices: Mapping[str, Any], usage: Usage, *, batch: bool = False
+    ) -> tuple[float, bool]:
+        """Return the dollars one request cost and whether a derived price was used.
+
+        Args:
+            prices: A model's entry (from `lookup`).
+            usage: The request's token counts.
+            batch: Price it as a Batch API request.
+
+        Returns:
+            ``(usd, derived)``.
+        """
+        threshold = prices.get("long_context_threshold")
+        long = threshold is not None and usage.prompt > threshold
+        tier: Mapping[str, Any] = prices
+        if batch:
+            tier = prices.get("batch_long_context" if long else "batch") or prices["batch"]
+        elif long:
+            tier = prices["long_context"]
+        cached_rate = tier.get("cached_input", prices["cached_input"])
+        fresh = max(usage.prompt - usage.cached, 0) + usage.tool_use_prompt
+        usd = (
+            fresh * tier["input"]
+            + usage.cached * cached_rate
+            + (usage.candidates + usage.thoughts) * tier["output"]
+        ) / _PER
+        return usd, bool(tier.get("derived"))
+
+
+@functools.cache
+def price_table() -> PriceTable:
+    """Load the price table shipped with the package (once per process)."""
+    data = json.loads(resources.files("agent").joinpath("prices.json").read_text("utf-8"))
+    return PriceTable(source_date=data["source_date"], models=data["models"])
+
+
+def run_cost(
+    model: str, turns: Iterable[Usage], extra: Iterable[Usage] = (), *, batch: bool = False
+) -> Cost:
+    """Price a run's model turns (and extra calls such as compaction summaries).
+
+    Args:
+        model: The model name the requests were sent to.
+        turns: The token counts of each model turn.
+        extra: Token counts of other calls of the run, counted in the total only.
+        batch: Price as Batch API requests.
+
+    Returns:
+        The `Cost`; ``usd`` is ``None`` when the model has no price.
+    """
+    table = price_table()
+    found = table.lookup(model)
+    if found is None:
+        return Cost(usd=None, estimated=True, prices_date=table.source_date)
+    name, prices, exact = found
+    derived = False
+    per_turn: list[float] = []
+    for usage in turns:
+        usd, was_derived = table.turn_cost(prices, usage, batch=batch)
+        per_turn.append(usd)
+        derived = derived or was_derived
+    total = sum(per_turn)
+    for usage in extra:
+        usd, was_derived = table.turn_cost(prices, usage, batch=batch)
+        total += usd
+        derived = derived or was_derived
+    return Cost(
+        usd=total,
+        estimated=derived or not exact,
+        turns=tuple(per_turn),
+        model=name,
+        prices_date=table.source_date,
+    )

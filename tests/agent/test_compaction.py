@@ -1,0 +1,130 @@
+"""Context compaction against the strict FakeGemini: long chats stay small and valid."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent import Agent, Compaction, ConfigurationError
+from agent._compaction import SUMMARY_PROMPT, exchange_starts, prune
+from agent.events import Compacted
+from agent.testing import FakeGemini, function_call
+from tests.agent._loop_support import KEY
+from toolnexus import define_tool, toolkit
+
+BIG = "x" * 2_500
+
+
+@define_tool
+def fetch(n: int) -> str:
+    """Fetch page n."""
+    return f"page {n}: {BIG}"
+
+
+def text_of(body: dict[str, Any]) -> str:
+    return json.dumps(body["contents"])
+
+
+class ChatModel:
+    """Plays the model: a tool call per prompt, then an answer; writes summaries."""
+
+    def __init__(self) -> None:
+        self.summaries = 0
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        first = body["contents"][0]["parts"][0].get("text", "")
+        if first.startswith(SUMMARY_PROMPT):
+            assert "tools" not in body
+            self.summaries += 1
+            fact = "the code word is PAPAYA" if "PAPAYA" in first else "no code word"
+            return f"Notes: {fact}."
+        last = body["contents"][-1]
+        if "functionResponse" in last["parts"][0]:
+            return "noted"
+        prompt = last["parts"][-1]["text"]
+        if prompt == "What is the code word?":
+            text = text_of(body)
+            assert "Remember: the code word" not in text  # turn 1 itself is gone...
+            assert "the code word is PAPAYA" in text  # ...only the summary carries it
+            return "The code word is PAPAYA."
+        return function_call("fetch", {"n": len(body["contents"])})
+
+
+async def test_a_300_turn_chat_stays_small_and_keeps_a_fact_from_turn_1():
+    model = ChatModel()
+    fake = FakeGemini(model, api_key=KEY, sign_text=True)
+    policy = Compaction(trigger_tokens=6_000, keep_recent_turns=3)
+    agent = Agent(
+        toolkit=toolkit([fetch]), api_key=KEY, http_client=fake.http_client(), compaction=policy
+    )
+    compactions: list[Compacted] = []
+    prompts = ["Remember: the code word is PAPAYA."] + [f"turn {i}" for i in range(2, 300)]
+    for prompt in prompts:
+        async for event in agent.stream(prompt, session="chat"):
+            if isinstance(event, Compacted):
+                compactions.append(event)
+    result = await agent.run("What is the code word?", session="chat")
+    assert result.text == "The code word is PAPAYA.", [r.error for r in fake.requests[-2:]]
+    assert all(r.status == 200 for r in fake.requests), [r.error for r in fake.requests][:3]
+    assert compactions and model.summaries > 0
+    assert all(c.tokens_after < c.tokens_before for c in compactions)
+    # Every request stayed near the limit (the trigger plus one exchange).
+    sizes = [len(json.dumps(r.body["contents"])) // 4 for r in fake.requests]
+    assert max(sizes) < 6_000 + 2 * len(BIG)
+    # The archive holds every replaced turn: each prompt is in the transcript or the archive.
+    saved = await agent.store.get("chat")
+    assert saved is not None
+    archived = json.dumps(saved.metadata["archive"])
+    kept = json.dumps(saved.contents)
+    for prompt in prompts:
+        assert json.dumps(prompt) in archived or json.dumps(prompt) in kept, prompt
+    assert f"page 1: {BIG}" in archived  # the full results, from before they were pruned
+
+
+async def test_compact_a_history_by_hand():
+    exchange = [
+        {"role": "user", "parts": [{"text": "hello"}]},
+        {"role": "model", "parts": [{"text": "hi"}]},
+    ]
+    history = exchange * 5
+    fake = FakeGemini(["Notes: greetings."], api_key=KEY)
+    agent = Agent(api_key=KEY, http_client=fake.http_client())
+    result = await agent.compact(history)
+    assert result.contents[0]["parts"][0]["text"].endswith("Notes: greetings.")
+    assert len(result.contents) == 2 * 4  # keep_recent_turns exchanges verbatim
+    assert result.usage.total > 0
+    with pytest.raises(ConfigurationError):
+        await agent.compact()
+
+
+def test_prune_keeps_ids_names_and_signatures():
+    contents = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"id": "c1", "name": "f", "args": {}}, "thoughtSignature": "c2ln"}
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"id": "c1", "name": "f", "response": {"output": BIG}}}],
+        },
+        {"role": "user", "parts": [{"text": "next"}]},
+    ]
+    pruned, count = prune(contents, 3, 100)
+    assert count == 1
+    assert pruned[1] is contents[1]  # the signed part is untouched
+    response = pruned[2]["parts"][0]["functionResponse"]
+    assert (response["id"], response["name"]) == ("c1", "f")
+    assert "pruned" in response["response"]["output"]
+    assert exchange_starts(contents) == [0, 3]
+
+
+def test_compaction_settings_are_checked():
+    with pytest.raises(ConfigurationError):
+        Compaction(trigger_fraction=0)
+    with pytest.raises(ConfigurationError):
+        Compaction(keep_recent_turns=0)
