@@ -78,12 +78,12 @@ def describe_retry(retry: RetryEvent) -> str:
 
 
 def describe_cost(cost: Cost) -> str | None:
-    """Return the line for what a run cost, or ``None`` when its model has no price.
+    """Return the line for what a run cost, or ``None`` if nothing was billed or priced.
 
     ``cost: $0.000410 (gemini-2.5-flash prices of 2026-09-20)``, with ``~`` before the
     figure when it is an estimate.
     """
-    if cost.usd is None:
+    if cost.usd is None or not cost.turns:
         return None
     mark = "~" if cost.estimated else ""
     return f"cost: {mark}${cost.usd:.6f} ({cost.model} prices of {cost.prices_date})"
