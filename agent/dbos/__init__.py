@@ -1,6 +1,6 @@
 """Durable agent runs on DBOS: crash-proof runs, questions answered days later, from anywhere.
 
-Needs the ``dbos`` extra: ``pip install 'toolnexus-gemini[dbos]'``. The rest of ``agent``
+Needs the ``dbos`` extra (from a clone: ``pip install '.[dbos]'``). The rest of ``agent``
 never imports this package.
 
 Example::
@@ -20,7 +20,8 @@ try:
     import dbos as _dbos  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "agent.dbos needs the DBOS library: pip install 'toolnexus-gemini[dbos]'"
+        "agent.dbos needs the DBOS library: install the dbos extra "
+        "(pip install '.[dbos]' from a clone)"
     ) from exc
 
 from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
