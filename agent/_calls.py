@@ -24,6 +24,7 @@ from toolnexus import Answer, Request, ToolContext, ToolResult, execute_async
 
 if TYPE_CHECKING:
     from agent._loop import Settings
+    from agent._steps import ToolStep
     from agent.events import ToolCall
 
 __all__ = ["HookCaller", "WaitFor", "function_response", "run_call"]
@@ -68,6 +69,7 @@ async def run_call(
     Raises:
         HookError: A hook or ``wait_for`` raised.
     """
+    step = settings.steps.tool(call)  # first, so steps are numbered in call order
     hooks = settings.hooks
     args: dict[str, Any] = call.args
     result: ToolResult | None = None
@@ -78,11 +80,11 @@ async def run_call(
         elif changed is not None:
             args = dict(changed)
     if result is None and answered is not None and _asks_approval(answered[0]):
-        args, result = await _after_approval(settings, call_hook, call, args, *answered)
+        args, result = await _after_approval(settings, step, call_hook, call, args, *answered)
     elif result is None and answered is not None:
-        result = await _answered(settings, call, args, *answered)
+        result = await _answered(settings, step, call, args, *answered)
     elif result is None:
-        args, result = await _approved_run(settings, call_hook, call, args)
+        args, result = await _approved_run(settings, step, call_hook, call, args)
     if hooks.after_tool is not None:
         changed = await call_hook("after_tool", hooks.after_tool, call, result)
         if changed is not None:
@@ -96,7 +98,11 @@ def _asks_approval(request: Request) -> bool:
 
 
 async def _approved_run(
-    settings: Settings, call_hook: HookCaller, call: ToolCall, args: dict[str, Any]
+    settings: Settings,
+    step: ToolStep,
+    call_hook: HookCaller,
+    call: ToolCall,
+    args: dict[str, Any],
 ) -> tuple[dict[str, Any], ToolResult]:
     """Ask the approval policy about the call, then run it (or refuse it, or suspend)."""
     tool = settings.toolkit.get(call.name)
@@ -106,16 +112,17 @@ async def _approved_run(
     if decision == "deny":
         return args, denied(call.name, None, by="the approval policy")
     if decision == "allow":
-        return args, await _run(settings, call_hook, call, args)
+        return args, await _run(settings, step, call_hook, call, args)
     request = approval_request(call, args)
     if settings.wait_for is None:
         return args, waiting(request)
     reply = await call_hook("wait_for", settings.wait_for, request)
-    return await _after_approval(settings, call_hook, call, args, request, reply)
+    return await _after_approval(settings, step, call_hook, call, args, request, reply)
 
 
 async def _after_approval(
     settings: Settings,
+    step: ToolStep,
     call_hook: HookCaller,
     call: ToolCall,
     args: dict[str, Any],
@@ -136,25 +143,30 @@ async def _after_approval(
                 metadata={"approval": "invalid-edit"},
             )
         args = dict(edited)
-    return args, await _run(settings, call_hook, call, args)
+    return args, await _run(settings, step, call_hook, call, args)
 
 
 async def _run(
-    settings: Settings, call_hook: HookCaller, call: ToolCall, args: dict[str, Any]
+    settings: Settings,
+    step: ToolStep,
+    call_hook: HookCaller,
+    call: ToolCall,
+    args: dict[str, Any],
 ) -> ToolResult:
     """Run the tool; a suspension it asks for is answered inline when ``wait_for`` can."""
-    result = await _tool(settings, call, args, None)
+    result = await _tool(settings, step, call, args, None)
     for _ in range(_MAX_QUESTIONS):
         request = result.pending
         if request is None or settings.wait_for is None:
             break
         reply = await call_hook("wait_for", settings.wait_for, request)
-        result = await _answered(settings, call, args, request, reply)
+        result = await _answered(settings, step, call, args, request, reply)
     return result
 
 
 async def _tool(
     settings: Settings,
+    step: ToolStep,
     call: ToolCall,
     args: dict[str, Any],
     answer: Answer | None,
@@ -167,11 +179,16 @@ async def _tool(
         deps=settings.deps,
         request=request,
     )
-    return await execute_async(settings.toolkit, call.name, args, context)
+    return await step(lambda: execute_async(settings.toolkit, call.name, args, context))
 
 
 async def _answered(
-    settings: Settings, call: ToolCall, args: dict[str, Any], request: Request, answer: Answer
+    settings: Settings,
+    step: ToolStep,
+    call: ToolCall,
+    args: dict[str, Any],
+    request: Request,
+    answer: Answer,
 ) -> ToolResult:
     """Re-run a suspended tool once with its answer.
 
@@ -183,7 +200,7 @@ async def _answered(
             f"The request was declined or expired: {request.get('prompt', '')}".rstrip(": "),
             is_error=True,
         )
-    result = await _tool(settings, call, args, answer, request)
+    result = await _tool(settings, step, call, args, answer, request)
     if result.pending is not None and result.pending["id"] == request["id"]:
         return ToolResult(
             f"Tool {call.name!r} asked again after its request {request['id']!r} was "

@@ -63,6 +63,7 @@ from agent._output import Accept, OutputSpec, Reject
 from agent._response import Call, ModelResponse, calls_of
 from agent._result import Limit, RunResult, Status, ToolCallRecord, Usage
 from agent._retry import CallFailed, ErrorInfo, RetryPolicy, retrying
+from agent._steps import ModelFailure, ModelItem, Steps
 from agent._subagent import Inbox, current_inbox, installed
 from agent._tracing import RunTrace
 from agent.errors import ConfigurationError, HookError, ModelError
@@ -122,6 +123,9 @@ class Settings:
     """The run's budgets (requests, tokens, tool calls, dollars), or ``None``."""
     compaction: Compaction | None = None
     """When the transcript is compacted before a model call, or ``None`` for never."""
+    steps: Steps = field(default_factory=Steps)
+    """Where the side effects happen (model and tool calls, human waits): in process by
+    default, durable with ``agent.dbos``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +281,8 @@ class Run:
                     if isinstance(event, PendingEvent) and pending is None:
                         pending = event.request
                     yield event
-            if pending is not None:  # already saved, with the turn
+            # Saved already, with the turn; `_wait` gets answers through the steps, if any.
+            if pending is not None and (pending := await self._wait(pending)) is not None:
                 yield DoneEvent(self.result("pending", pending=pending))
                 return
             ran = [record.result for record in self.tool_calls[-len(step.calls) :]]
@@ -414,27 +419,20 @@ class Run:
                 return
             request = changed or request
         response: ModelResponse | None = None
-        retries: list[RetryEvent] = []  # told by the retry policy before each wait
-        attempts = 0
-        failure: ErrorInfo | None = None
-        try:
-            async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
-                while retries:
-                    yield retries.pop(0)
-                with attempt, self.trace.model_call(request.contents) as span:
-                    attempts += 1
-                    call = model.call(request, stream=self.streaming)
-                    async with contextlib.aclosing(call) as items:
-                        async for item in items:
-                            if isinstance(item, ModelResponse):
-                                response = item
-                                span.done(item)
-                            else:
-                                yield item
-        except CallFailed as failed:
-            failure = failed.info
-        if failure is not None:  # raised outside the handler: the error chain stays empty
-            raise self._model_error(failure, attempts)
+        failure: ModelFailure | None = None
+        items = self.settings.steps.model(request, lambda: self._call_model(request))
+        async with contextlib.aclosing(items):
+            async for item in items:
+                if isinstance(item, ModelResponse):
+                    response = item
+                elif isinstance(item, ModelFailure):
+                    failure = item
+                else:
+                    if isinstance(item, RetryEvent):
+                        self.retries.append(item)
+                    yield item
+        if failure is not None:
+            raise self._model_error(failure.info, failure.attempts)
         assert response is not None
         if hooks.after_model is not None:
             changed = await self._hook("after_model", hooks.after_model, request, response.raw)
@@ -446,6 +444,32 @@ class Run:
         for event in self._server_tools(response):
             yield event
         yield response
+
+    async def _call_model(self, request: ModelRequest) -> AsyncGenerator[ModelItem, None]:
+        """Make the model call under the retry policy (the model step of `Steps.model`).
+
+        Yields text pieces and `RetryEvent`s as they happen, then one `ModelResponse`, or a
+        `ModelFailure` when the call failed for good.
+        """
+        retries: list[RetryEvent] = []  # told by the retry policy before each wait
+        attempts = 0
+        failure: ErrorInfo | None = None
+        try:
+            async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
+                while retries:
+                    yield retries.pop(0)
+                with attempt, self.trace.model_call(request.contents) as span:
+                    attempts += 1
+                    call = self.settings.model.call(request, stream=self.streaming)
+                    async with contextlib.aclosing(call) as items:
+                        async for item in items:
+                            if isinstance(item, ModelResponse):
+                                span.done(item)
+                            yield item
+        except CallFailed as failed:
+            failure = failed.info
+        if failure is not None:  # outside the handler: the error chain stays empty
+            yield ModelFailure(failure, attempts)
 
     def _on_retry(
         self, request: ModelRequest, retries: list[RetryEvent]
@@ -464,7 +488,6 @@ class Run:
                 attempt + 1,
                 self.settings.retry.attempts,
             )
-            self.retries.append(retry)
             retries.append(retry)
 
         return on_retry
@@ -560,6 +583,23 @@ class Run:
         await self._checkpoint(result.pending)
         return DoneEvent(result)
 
+    async def _wait(self, pending: Request) -> Request | None:
+        """Wait through `Steps.wait` for the answers a turn's tools asked for.
+
+        Returns:
+            The request still unanswered (the run ends ``"pending"`` on it), or ``None``
+            when every answer came and the tools were re-run with them.
+        """
+        while True:
+            answer = await self.settings.steps.wait(pending)
+            if answer is None:
+                return pending
+            self.answer, self.prompt = answer, None  # the prompt was used up by turn one
+            still = await self._resume_pending()
+            if still is None:
+                return None
+            pending = still[0]
+
     async def _resume_pending(self) -> tuple[Request, ToolCall] | None:
         """Answer what a suspended transcript waits on; return what still waits, if any.
 
@@ -585,7 +625,7 @@ class Run:
             if index >= len(calls):
                 raise ConfigurationError("the history's pending function response has no call")
             source = calls[index]
-            call = ToolCall(source.name, source.args, source.id, 0, index)
+            call = ToolCall(source.name, source.args, source.id, self.turns, index)
             if answer is not None and answer.get("id") == request["id"]:
                 reply: Answer = answer
             elif self.settings.wait_for is not None:
@@ -596,7 +636,8 @@ class Run:
                 still = still or (request, call)
                 continue
             args, result = await run_call(self.settings, self._hook, call, (request, reply))
-            self.tool_calls.append(ToolCallRecord(call.name, args, call.id, result, call.turn))
+            record = ToolCallRecord(call.name, args, call.id, result, call.turn)
+            self._record_answered(record, request["id"])
             self.contents[-1] = replace_response(
                 self.contents[-1], index, function_response(result, pending=result.pending)
             )
@@ -606,6 +647,15 @@ class Run:
         if answered and still is None:
             await self._checkpoint(None)  # the answered tool ran: keep its result
         return still
+
+    def _record_answered(self, record: ToolCallRecord, request_id: str) -> None:
+        """Record an answered call, in place of its suspended record when this run made it."""
+        for i, old in enumerate(self.tool_calls):
+            pending = old.result.pending
+            if pending is not None and pending["id"] == request_id:
+                self.tool_calls[i] = record
+                return
+        self.tool_calls.append(record)
 
     # -- compaction -------------------------------------------------------------------------
 

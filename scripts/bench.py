@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import _bench_durable  # noqa: E402
 import _bench_scenarios as sc  # noqa: E402
 
 # Ratio targets (ours / floor, same run) and absolute ones.
@@ -412,6 +413,8 @@ def table(results: dict[str, Any]) -> str:
             f"import agent.Agent  {ag['ms']:7.1f} ms = SDK {ag['extra_ms']:+.1f} ms; target <= "
             f"SDK +{IMPORT_AGENT_EXTRA_MS:.0f} ms: {_mark(ag['met'])}",
         ]
+    if "durable" in results:
+        lines += _bench_durable.table(results["durable"])
     tk = results.get("toolkit")
     if tk:
         b, d = tk["build"], tk["discover"]
@@ -442,6 +445,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--no-prime", action="store_true", help="skip compiling the bytecode cache first"
+    )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
+        "1,000-task batch on 4 workers (needs the dbos extra; about a minute)",
+    )
+    parser.add_argument(
+        "--durable-tasks", type=int, default=1000, help="tasks of the --durable batch [1000]"
     )
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
@@ -478,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_compaction:
                 print("probing a 300-turn session...", file=sys.stderr, flush=True)
                 results["compaction"] = bench_compaction()
+            if args.durable:
+                print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
+                results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)
             if not args.no_micro:
                 print("probing imports and toolkit build...", file=sys.stderr, flush=True)
                 results["imports"] = bench_imports(args.repeats)

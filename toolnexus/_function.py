@@ -366,6 +366,7 @@ def _make_tool(
     caller: FrameType | None,
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    idempotent: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -382,6 +383,7 @@ def _make_tool(
         validate=spec.validate,
         requires_approval=requires_approval,
         timeout=timeout,
+        idempotent=idempotent,
     )
 
 
@@ -394,6 +396,7 @@ def define_tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    idempotent: bool = False,
 ) -> Tool: ...
 
 
@@ -406,6 +409,7 @@ def define_tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    idempotent: bool = False,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -417,6 +421,7 @@ def define_tool(
     description: str | None = None,
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+    idempotent: bool = False,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -452,6 +457,8 @@ def define_tool(
         requires_approval: An agent asks a human before each call (`Tool.requires_approval`).
         timeout: Seconds a call may run (default `DEFAULT_TOOL_TIMEOUT`, five minutes);
             ``None`` for no limit of the tool's own.
+        idempotent: Running it twice with the same arguments does no more than once, so a
+            durable run cut off mid-call may run it again (see `Tool.idempotent`).
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -475,11 +482,19 @@ def define_tool(
 
         def decorate(inner: _Fn) -> Tool:
             return _make_tool(
-                inner, name, description, sys._getframe(1), requires_approval, timeout
+                inner,
+                name,
+                description,
+                sys._getframe(1),
+                requires_approval,
+                timeout,
+                idempotent,
             )
 
         return decorate
-    return _make_tool(fn, name, description, sys._getframe(1), requires_approval, timeout)
+    return _make_tool(
+        fn, name, description, sys._getframe(1), requires_approval, timeout, idempotent
+    )
 
 
 def as_tool(item: object) -> Tool:

@@ -188,6 +188,10 @@ class Tool:
     """Seconds a call may run before `execute` ends it with an error result (default
     `DEFAULT_TOOL_TIMEOUT`, five minutes); ``None`` for no limit of the tool's own. The
     caller's ``ToolContext.timeout`` (the agent's ``tool_timeout``) applies as well."""
+    idempotent: bool = False
+    """Running it twice with the same arguments does no more than running it once. A
+    durable run (``agent.dbos``) cut off by a crash while the tool ran runs it again only
+    when this is true; otherwise the model is told its effect is unknown."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))

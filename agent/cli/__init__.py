@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from agent.cli import batch, chat, demo, eval, run, tools
+from agent.cli import batch, batch_status, chat, demo, eval, run, tools, worker
 from agent.cli._exits import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
@@ -49,7 +49,7 @@ Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY a
 
 {EXIT_CODES_HELP}"""
 
-_SUBCOMMANDS = (run, chat, tools, batch, eval, demo)
+_SUBCOMMANDS = (run, chat, tools, batch, eval, demo, worker, batch_status)
 
 Command = Callable[[argparse.Namespace], int]
 

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from agent.cli._approval import add_approval_flag, cli_policy
+from agent.cli._engine_flags import add_engine_flags
 from agent.cli._exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
+from agent.cli._records import crashed_record, result_record
 from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
@@ -128,7 +130,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("tasks", metavar="TASKS", help="the tasks file (.yaml, .yml or .json)")
     parser.add_argument(
-        "--out", required=True, metavar="RESULTS.jsonl", help="where results are appended"
+        "--out",
+        metavar="RESULTS.jsonl",
+        help="where results are appended (required; with --engine dbos: wait for the "
+        "batch and write its results there)",
     )
     parser.add_argument(
         "--concurrency",
@@ -162,6 +167,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_toolkit_flags(parser)
     add_agent_flags(parser)
     add_approval_flag(parser, batch=True)
+    add_engine_flags(parser)
     parser.set_defaults(command=command, unattended=True)
 
 
@@ -493,6 +499,12 @@ def command(args: argparse.Namespace) -> int:
     if args.budget_usd is not None and args.budget_usd < 0:
         raise CliError(f"--budget-usd must be 0 or more, got {args.budget_usd}")
     tasks = load_tasks(args.tasks)
+    if args.engine == "dbos":
+        from agent.cli._dbos_batch import submit
+
+        return submit(args, tasks)
+    if args.out is None:
+        raise CliError("batch: --out RESULTS.jsonl is required (or use --engine dbos)")
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     args.output_type = load_output_type(args.output_schema)
@@ -604,7 +616,6 @@ async def _run_task(
 ) -> tuple[dict[str, Any], tuple[RetryEvent, ...]]:
     """Run one task; return its output record and the model-call retries it took."""
     start = time.monotonic()
-    record: dict[str, Any] = {"id": task.id, "status": "failed", "text": "", "usage": None}
     try:
         deps = await _maybe(deps_for(task)) if deps_for is not None else None
         result = await agent_for(task).run(with_files(task.prompt, list(task.files)), deps=deps)
@@ -612,29 +623,7 @@ async def _run_task(
     except RunError as exc:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
-        record.update(turns=0, duration=round(time.monotonic() - start, 3))
-        record.update(model=task.model or default_model, tool_calls=0, reason=None, limit=None)
-        record["error"] = str(exc) if isinstance(exc, CliError) else f"{type(exc).__name__}: {exc}"
-        return record, ()
-    record.update(
-        status="failed" if error else result.status,
-        text=result.text,
-        usage=result.usage.to_dict(),
-        turns=result.turns,
-        duration=round(time.monotonic() - start, 3),
-        model=result.model,
-        tool_calls=len(result.tool_calls),
-        reason=result.reason,
-        limit=result.limit,
-        output=result.output_json,
-        cost_usd=result.cost.usd,
-        cost_estimated=result.cost.estimated,
-        denied=[
-            call.name
-            for call in result.tool_calls
-            if (call.result.metadata or {}).get("approval") == "denied"
-        ],
-    )
-    if error:
-        record["error"] = error
+        model = task.model or default_model
+        return crashed_record(task.id, model, exc, time.monotonic() - start), ()
+    record = result_record(task.id, result, error, time.monotonic() - start)
     return record, result.retries

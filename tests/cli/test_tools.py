@@ -102,7 +102,16 @@ def test_every_subcommand_has_help_with_examples(capsys: pytest.CaptureFixture[s
     assert "exit codes:" in top and "toolnexus-agent demo" in top
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert list(subparsers.choices) == ["run", "chat", "tools", "batch", "eval", "demo"]
+    assert list(subparsers.choices) == [
+        "run",
+        "chat",
+        "tools",
+        "batch",
+        "eval",
+        "demo",
+        "worker",
+        "batch-status",
+    ]
     for name in subparsers.choices:
         with pytest.raises(SystemExit) as exc:
             main([name, "--help"])

@@ -750,3 +750,18 @@ def test_timeout_applies_to_function_tools() -> None:
     finally:
         release.set()
     assert result == ToolResult("Tool 'slow' timed out after 0.1 s.", is_error=True)
+
+
+def test_a_tool_declares_itself_idempotent_or_not() -> None:
+    @define_tool(idempotent=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    def pay(amount: int) -> str:
+        """Pay."""
+        return str(amount)
+
+    assert lookup.idempotent is True
+    assert define_tool(pay).idempotent is False
+    assert Tool("t", lambda args, context: "").idempotent is False

@@ -1,0 +1,396 @@
+"""The distributed batch on DBOS, shared by ``batch --engine dbos``, ``worker``, ``batch-status``.
+
+A batch is a DBOS queue named after it; each task is a workflow on that queue whose id is
+``BATCH:TASK_ID``, so submitting the same batch again adds nothing. Workers (any number,
+on any machine that reaches the database) dequeue the tasks and run each as a durable
+agent run (`agent.dbos.run_durably`). The queue's limits live in the database and hold
+across workers: ``--concurrency`` tasks at once in all, ``--worker-concurrency`` per
+worker. ``--rpm`` puts every model call of the batch through a second, rate-limited queue
+(a tiny workflow per call), so the budget holds whatever the number of workers.
+
+A worker that dies leaves its tasks ``PENDING`` under its executor id. Each worker holds a
+lock for its life (a Postgres advisory lock, or a file lock next to a SQLite database);
+the others see the lock free and hand the dead worker's tasks back to the queue, where
+they resume from their last finished step.
+
+This module imports ``dbos``; the subcommands import it only when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import re
+import socket
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import sqlalchemy as sa
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
+
+from agent.cli import _engine_flags
+from agent.cli._exits import EXIT_OK, CliError
+from agent.cli._options import read_system
+from agent.cli._records import crashed_record, result_record
+from agent.dbos import DbosSteps, run_durably
+from agent.errors import RunError
+
+if TYPE_CHECKING:
+    from agent import Agent
+    from agent.cli._model import AgentFactory
+    from agent.cli.batch import Task
+    from toolnexus import Toolkit
+
+__all__ = [
+    "APP_NAME",
+    "DEFAULT_DB",
+    "TASK_WORKFLOW",
+    "Liveness",
+    "WorkerRuntime",
+    "client",
+    "db_url",
+    "dbos_config",
+    "redact",
+    "submit",
+]
+
+APP_NAME = "toolnexus-agent"
+"""The DBOS application every batch command and worker belongs to."""
+
+APP_VERSION = "toolnexus-batch-1"
+"""The application version tasks are enqueued with; every worker runs this one."""
+
+TASK_WORKFLOW = "toolnexus.batch_task"
+"""The workflow that runs one task."""
+
+DEFAULT_DB = _engine_flags.DEFAULT_DB
+
+WORKER_PREFIX = "toolnexus-worker-"
+"""The start of every worker's executor id (only such executors are recovered)."""
+
+POLLING_INTERVAL = 0.1
+"""Seconds between two looks of a worker at a batch queue."""
+
+_BATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def db_url(value: str | None) -> str:
+    """Return the database URL of ``--db`` (a SQLite file by default).
+
+    Raises:
+        CliError: The URL is neither ``sqlite:///...`` nor ``postgresql://...``.
+    """
+    url = value or DEFAULT_DB
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url.removeprefix("postgres://")
+    if not url.startswith(("sqlite:///", "postgresql://", "postgresql+psycopg://")):
+        raise CliError(
+            f"--db: expected sqlite:///FILE or postgresql://USER@HOST/DB, got {redact(url)!r}"
+        )
+    return url
+
+
+def redact(url: str) -> str:
+    """Return ``url`` with its password hidden, fit for messages."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url
+
+
+def dbos_config(url: str, executor_id: str | None = None) -> DBOSConfig:
+    """Return the DBOS configuration of a worker (or of any process joining a batch)."""
+    config: DBOSConfig = {
+        "name": APP_NAME,
+        "system_database_url": url,
+        "application_version": APP_VERSION,
+        "log_level": "WARNING",
+        "notification_listener_polling_interval_sec": 0.1,
+    }
+    if executor_id is not None:
+        config["executor_id"] = executor_id
+    return config
+
+
+@contextlib.contextmanager
+def client(url: str) -> Iterator[DBOSClient]:
+    """Yield a `DBOSClient` on the batch database (created first when it is new).
+
+    Raises:
+        CliError: The database cannot be reached.
+    """
+    try:
+        DBOS.migrate(url)
+        dbos_client = DBOSClient(system_database_url=url, application_name=APP_NAME)
+    except (sa.exc.SQLAlchemyError, OSError) as exc:
+        raise CliError(f"--db: cannot use {redact(url)}: {exc}") from None
+    try:
+        yield dbos_client
+    finally:
+        dbos_client.destroy()
+
+
+def _engine(url: str) -> sa.Engine:
+    """Return an engine on the batch database (psycopg 3 for Postgres, as DBOS uses)."""
+    parsed = sa.make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return sa.create_engine(parsed)
+
+
+def queues(batch: str) -> tuple[str, str]:
+    """Return the names of a batch's task queue and model-call queue."""
+    return f"toolnexus-{batch}", f"toolnexus-{batch}-model"
+
+
+# --------------------------------------------------------------------------- submit
+
+
+def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
+    """Enqueue ``tasks`` as a batch (``batch --engine dbos``); return the exit code."""
+    from agent.cli import batch_status
+
+    batch = args.name or Path(args.tasks).stem
+    if not _BATCH_NAME.fullmatch(batch):
+        raise CliError(
+            f"batch: the batch name {batch!r} may hold letters, digits, '_', '.' and '-' "
+            "only; choose one with --name"
+        )
+    _check_limits(args)
+    url = db_url(args.db)
+    system = read_system(args.system)
+    task_queue, model_queue = queues(batch)
+    with client(url) as dbos:
+        dbos.register_queue(
+            task_queue,
+            global_concurrency=args.concurrency,
+            worker_concurrency=args.worker_concurrency or args.concurrency,
+            polling_interval_sec=POLLING_INTERVAL,
+            on_conflict="always_update",
+        )
+        if args.rpm is not None:
+            dbos.register_queue(
+                model_queue,
+                limiter={"limit": args.rpm, "period": args.rpm_window},
+                polling_interval_sec=POLLING_INTERVAL / 2,
+                on_conflict="always_update",
+            )
+        known = {
+            status.workflow_id
+            for status in dbos.list_workflows(
+                workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
+            )
+        }
+        todo = [task for task in tasks if f"{batch}:{task.id}" not in known]
+        # One transaction for the whole batch: it is enqueued entirely or not at all.
+        engine = _engine(url)
+        try:
+            with engine.begin() as connection:
+                for task in todo:
+                    payload = {
+                        "id": task.id,
+                        "prompt": task.prompt,
+                        "model": task.model or args.model,
+                        "system": task.system if task.system is not None else system,
+                        "max_turns": task.max_turns or args.max_turns,
+                        "model_queue": model_queue if args.rpm is not None else None,
+                    }
+                    options: EnqueueOptions = {
+                        "workflow_name": TASK_WORKFLOW,
+                        "queue_name": task_queue,
+                        "workflow_id": f"{batch}:{task.id}",
+                        "app_version": APP_VERSION,
+                    }
+                    dbos.enqueue_in_transaction(connection, options, payload)
+        finally:
+            engine.dispose()
+        added = len(todo)
+    sys.stderr.write(
+        f"batch {batch}: {added} tasks enqueued, {len(tasks) - added} already there; "
+        f"database {redact(url)}\n"
+        f"run workers:  toolnexus-agent worker --db URL\n"
+        f"see progress: toolnexus-agent batch-status --db URL --name {batch}\n",
+    )
+    if args.out:
+        return batch_status.follow_batch(url, batch, args.out)
+    return EXIT_OK
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    if args.worker_concurrency is not None and not (
+        1 <= args.worker_concurrency <= args.concurrency
+    ):
+        raise CliError("--worker-concurrency must be between 1 and --concurrency")
+    if args.rpm is not None and args.rpm < 1:
+        raise CliError(f"--rpm must be at least 1, got {args.rpm}")
+    if args.rpm_window <= 0:
+        raise CliError("--rpm-window must be more than 0 seconds")
+
+
+# --------------------------------------------------------------------------- workers
+
+
+class WorkerRuntime:
+    """What the task workflow needs in a worker: the agents, built from the worker's flags."""
+
+    current: ClassVar[WorkerRuntime | None] = None
+    """The runtime of this process (set by the worker before DBOS launches)."""
+
+    def __init__(self, factory: AgentFactory, toolkit: Toolkit) -> None:
+        self.factory = factory
+        self.toolkit = toolkit
+        self._agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+
+    def agent_for(self, task: Mapping[str, Any]) -> Agent:
+        """Return the agent for a task's model, system prompt and turn limit (shared)."""
+        key = (task["model"], task["system"], task["max_turns"])
+        if key not in self._agents:
+            self._agents[key] = self.factory.make(
+                self.toolkit, model=key[0], system=key[1], max_turns=key[2]
+            )
+        return self._agents[key]
+
+
+async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one task durably; return its result line, as the local runner writes it."""
+    runtime = WorkerRuntime.current
+    if runtime is None:
+        raise RuntimeError("batch tasks run in `toolnexus-agent worker` processes only")
+    # A question gets no answer in a batch: the task ends "pending", as in the local runner.
+    steps = DbosSteps(answer_timeout=0, model_queue=task["model_queue"])
+    start = await steps.now()
+    try:
+        agent = runtime.agent_for(task)
+        result = await run_durably(agent, task["prompt"], steps=steps, publish=False)
+        error = None
+    except RunError as exc:
+        result, error = exc.result, str(exc)
+    except Exception as exc:  # one task's failure must not stop the batch
+        model = task["model"] or runtime.factory.model
+        return crashed_record(task["id"], model, exc, await steps.now() - start)
+    return result_record(task["id"], result, error, await steps.now() - start)
+
+
+batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)
+"""The workflow every task of every batch runs as (registered when this module loads)."""
+
+
+def executor_id() -> str:
+    """Return a new worker's executor id: unique, and naming the machine and process."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:40]
+    return f"{WORKER_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+class Liveness(Protocol):
+    """A lock each worker holds while it lives, which the others can test."""
+
+    def is_dead(self, executor: str) -> bool:
+        """Return whether the worker ``executor`` no longer holds its lock."""
+        ...
+
+    def close(self) -> None:
+        """Release this worker's lock."""
+        ...
+
+
+@dataclass
+class _PostgresLiveness:
+    """Session advisory locks: the server drops a dead worker's with its connection."""
+
+    connection: sa.Connection
+
+    _SPACE = 0x746E  # keeps these locks apart from any other advisory locks in the database
+
+    @classmethod
+    def hold(cls, url: str, executor: str) -> _PostgresLiveness:
+        connection = _engine(url).connect().execution_options(isolation_level="AUTOCOMMIT")
+        connection.execute(
+            sa.text("SELECT pg_advisory_lock(:space, hashtext(:id))"),
+            {"space": cls._SPACE, "id": executor},
+        )
+        return cls(connection)
+
+    def is_dead(self, executor: str) -> bool:
+        params = {"space": self._SPACE, "id": executor}
+        got = self.connection.execute(
+            sa.text("SELECT pg_try_advisory_lock(:space, hashtext(:id))"), params
+        ).scalar()
+        if got:
+            self.connection.execute(
+                sa.text("SELECT pg_advisory_unlock(:space, hashtext(:id))"), params
+            )
+        return bool(got)
+
+    def close(self) -> None:
+        engine = self.connection.engine
+        self.connection.close()
+        engine.dispose()
+
+
+@dataclass
+class _FileLiveness:
+    """File locks in a directory next to the SQLite database (one machine)."""
+
+    folder: Path
+    fd: int
+
+    @classmethod
+    def hold(cls, url: str, executor: str) -> _FileLiveness:
+        database = Path(sa.make_url(url).database or "toolnexus-batch.sqlite")
+        folder = database.with_name(database.name + ".workers")
+        folder.mkdir(exist_ok=True)
+        fd = os.open(folder / f"{executor}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return cls(folder, fd)
+
+    def is_dead(self, executor: str) -> bool:
+        path = self.folder / f"{executor}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+        path.unlink(missing_ok=True)
+        return True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def hold_liveness(url: str, executor: str) -> Liveness:
+    """Take this worker's liveness lock; hold it before DBOS starts dequeuing."""
+    if url.startswith("sqlite"):
+        return _FileLiveness.hold(url, executor)
+    return _PostgresLiveness.hold(url, executor)
+
+
+async def recover_dead(liveness: Liveness, me: str) -> list[str]:
+    """Hand the tasks of dead workers back to their queues; return those workers' ids."""
+    import asyncio
+
+    pending = await DBOS.list_workflows_async(status="PENDING", load_input=False, load_output=False)
+    others = {
+        status.executor_id
+        for status in pending
+        if status.executor_id and status.executor_id.startswith(WORKER_PREFIX)
+    } - {me}
+    dead = [executor for executor in sorted(others) if liveness.is_dead(executor)]
+    if dead:
+        # DBOS has no public call for this without its Conductor service: it is what
+        # Conductor does when an executor goes away (its workflows go back to the queue).
+        await asyncio.to_thread(DBOS._recover_pending_workflows, dead)
+    return dead

@@ -1,0 +1,184 @@
+"""``toolnexus-agent batch-status``: the progress of distributed batches, and their results.
+
+Reads the batch database only (any machine that reaches it will do): how many tasks are
+waiting, running and done, as a progress bar on a terminal; ``--export`` writes the
+finished tasks' results as the same JSON lines the local ``batch`` runner writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from agent.cli._engine_flags import add_db_flag
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, EXIT_OK, EXIT_PENDING
+from agent.cli._records import crashed_record
+
+if TYPE_CHECKING:
+    from dbos import DBOSClient, WorkflowStatus
+
+__all__ = ["add_parser", "command", "follow_batch"]
+
+_EPILOG = f"""\
+examples:
+  toolnexus-agent batch-status                                 # every batch, once
+  toolnexus-agent batch-status --db postgresql://agent@db/batches --name nightly --wait
+  toolnexus-agent batch-status --name nightly --export results.jsonl
+
+exit code: 0 when every task completed, 1 when a finished task did not, 3 while tasks are
+still waiting or running.
+
+{EXIT_CODES_HELP}"""
+
+_BAR_WIDTH = 30
+_REFRESH = 0.5
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``batch-status`` and its flags."""
+    parser = commands.add_parser(
+        "batch-status",
+        help="show the progress of distributed batches; export their results",
+        description="Show how far the batches of `batch --engine dbos` are.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_flag(parser)
+    parser.add_argument("--name", metavar="BATCH", help="only this batch (default: all)")
+    parser.add_argument(
+        "--wait", action="store_true", help="follow the progress until every task finished"
+    )
+    parser.add_argument(
+        "--export",
+        metavar="RESULTS.jsonl",
+        help="write the finished tasks' results as JSON lines (as the local runner does)",
+    )
+    parser.set_defaults(command=command)
+
+
+@dataclass
+class Progress:
+    """The state of one batch's tasks."""
+
+    batch: str
+    waiting: int = 0
+    running: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def done(self) -> int:
+        """Tasks finished, whatever their status."""
+        return sum(self.statuses.values())
+
+    @property
+    def total(self) -> int:
+        """Every task of the batch."""
+        return self.waiting + self.running + self.done
+
+    def line(self) -> str:
+        """``[####------] 20/60 done, 4 running, 36 waiting, 1 not completed``."""
+        filled = _BAR_WIDTH * self.done // max(self.total, 1)
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        failed = self.done - self.statuses.get("completed", 0)
+        return (
+            f"{self.batch} [{bar}] {self.done}/{self.total} done, {self.running} running, "
+            f"{self.waiting} waiting, {failed} not completed"
+        )
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``batch-status`` and return its exit code."""
+    from agent.cli import _dbos_batch
+
+    url = _dbos_batch.db_url(args.db)
+    with _dbos_batch.client(url) as client:
+        return _show(client, args.name, args.wait, args.export, sys.stderr)
+
+
+def follow_batch(url: str, batch: str, out: str) -> int:
+    """Follow ``batch`` until it finishes, then export its results to ``out``."""
+    from agent.cli import _dbos_batch
+
+    with _dbos_batch.client(url) as client:
+        return _show(client, batch, True, out, sys.stderr)
+
+
+def _show(client: DBOSClient, name: str | None, wait: bool, export: str | None, err: TextIO) -> int:
+    tty = err.isatty()
+    shown: list[str] = []
+    while True:
+        batches = _read(client, name)
+        lines = [progress.line() for progress in batches]
+        unfinished = any(progress.done < progress.total for progress in batches)
+        if tty and wait:
+            err.write("\r" + "\n".join(lines))
+        elif lines != shown:
+            err.write("".join(line + "\n" for line in lines))
+        err.flush()
+        shown = lines
+        if not (wait and unfinished):
+            break
+        time.sleep(_REFRESH)
+    if tty and wait:
+        err.write("\n")
+    if not batches:
+        err.write(f"no batch{f' named {name!r}' if name else ''} in this database\n")
+        return EXIT_FAILED
+    if export is not None:
+        records = [record for progress in batches for record in progress.records]
+        _write(export, records)
+        err.write(f"{len(records)} results written to {export}\n")
+    if unfinished:
+        return EXIT_PENDING
+    completed = all(set(p.statuses) <= {"completed"} for p in batches)
+    return EXIT_OK if completed else EXIT_FAILED
+
+
+def _read(client: DBOSClient, name: str | None) -> list[Progress]:
+    from agent.cli._dbos_batch import TASK_WORKFLOW
+
+    statuses = client.list_workflows(
+        name=TASK_WORKFLOW,
+        workflow_id_prefix=f"{name}:" if name else None,
+        load_input=False,
+    )
+    batches: dict[str, Progress] = {}
+    for status in statuses:
+        batch, _, task_id = status.workflow_id.partition(":")
+        progress = batches.setdefault(batch, Progress(batch))
+        if status.status in ("ENQUEUED", "DELAYED"):
+            progress.waiting += 1
+        elif status.status == "PENDING":
+            progress.running += 1
+        else:
+            record = _record(task_id, status)
+            progress.records.append(record)
+            kind = str(record["status"])
+            progress.statuses[kind] = progress.statuses.get(kind, 0) + 1
+    return [batches[batch] for batch in sorted(batches)]
+
+
+def _record(task_id: str, status: WorkflowStatus) -> dict[str, Any]:
+    """Return the result line of a finished task (a failed line when its workflow raised)."""
+    if status.status == "SUCCESS" and isinstance(status.output, dict):
+        return status.output
+    return crashed_record(task_id, None, status.error or status.status.lower(), 0.0)
+
+
+def _write(path: str, records: Sequence[dict[str, Any]]) -> None:
+    """Write ``records`` as JSON lines, replacing ``path`` in one step."""
+    target = Path(path)
+    fd, temp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        for record in records:
+            file.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(temp, target)

@@ -1,0 +1,112 @@
+"""``toolnexus-agent worker``: run the tasks of distributed batches (``batch --engine dbos``).
+
+Start any number of workers, on any machines that reach the database; each dequeues tasks
+from every batch queue within the batch's limits and runs them as durable agent runs. A
+worker stopped with Ctrl-C or SIGTERM, or killed, leaves its unfinished tasks to the
+others: they resume from the last finished step (a model call that finished is not made
+again; a tool that was cut off runs again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from agent.cli._engine_flags import add_db_flag
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_OK
+from agent.cli._logs import agent_log
+from agent.cli._model import open_agents
+from agent.cli._options import add_agent_flags, add_toolkit_flags
+from agent.cli._toolkit import check_toolkit_flags
+
+if TYPE_CHECKING:
+    from toolnexus import Tool
+
+__all__ = ["add_parser", "command"]
+
+_EPILOG = f"""\
+The worker uses its own tool and model flags (--skills, --tools, --root, --model, ...):
+give every worker the same ones. A task's model, system prompt and turn limit come with
+the task (from its tasks file and the flags of `batch`).
+
+examples:
+  toolnexus-agent worker                                    # SQLite: toolnexus-batch.sqlite
+  toolnexus-agent worker --db postgresql://agent:secret@db.internal/batches --skills ./skills
+
+{EXIT_CODES_HELP}"""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare ``worker`` and its flags."""
+    parser = commands.add_parser(
+        "worker",
+        help="run the tasks of distributed batches (batch --engine dbos)",
+        description=(
+            "Dequeue and run the tasks that `batch --engine dbos` enqueued, until stopped\n"
+            "(Ctrl-C or SIGTERM)."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_flag(parser)
+    parser.add_argument(
+        "--recover-every",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often to look for dead workers whose tasks to take back (default: 1)",
+    )
+    add_toolkit_flags(parser)
+    add_agent_flags(parser)
+    parser.set_defaults(command=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``worker`` until stopped and return its exit code."""
+    from agent.cli import _dbos_batch
+
+    url = _dbos_batch.db_url(args.db)
+    own = check_toolkit_flags(args)
+    with agent_log(args.verbose):
+        asyncio.run(_serve(args, url, own))
+    return EXIT_OK
+
+
+async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
+    from dbos import DBOS
+
+    from agent.cli import _dbos_batch
+
+    me = _dbos_batch.executor_id()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with open_agents(args, own) as (factory, toolkit):
+        _dbos_batch.WorkerRuntime.current = _dbos_batch.WorkerRuntime(factory, toolkit)
+        with _dbos_batch.client(url):  # creates the database when it is new
+            pass
+        # The lock before launch: from launch on, this worker may hold tasks.
+        liveness = _dbos_batch.hold_liveness(url, me)
+        try:
+            DBOS(config=_dbos_batch.dbos_config(url, me))
+            DBOS.launch()  # from the event loop: the tasks run on it, with its agents
+            sys.stderr.write(f"worker {me} ready on {_dbos_batch.redact(url)}\n")
+            sys.stderr.flush()
+            try:
+                while not stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), args.recover_every)
+                    if not stop.is_set():
+                        for dead in await _dbos_batch.recover_dead(liveness, me):
+                            sys.stderr.write(f"worker {dead} is gone; its tasks go back\n")
+            finally:
+                DBOS.destroy()
+        finally:
+            liveness.close()
+            _dbos_batch.WorkerRuntime.current = None
+    sys.stderr.write(f"worker {me} stopped\n")

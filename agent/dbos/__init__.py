@@ -1,0 +1,41 @@
+"""Durable agent runs on DBOS: crash-proof runs, questions answered days later, from anywhere.
+
+Needs the ``dbos`` extra (from a clone: ``pip install '.[dbos]'``). The rest of ``agent``
+never imports this package.
+
+Example::
+
+    from dbos import DBOS
+    from agent import Agent
+    from agent.dbos import DurableAgent, send
+
+    durable = DurableAgent(Agent(toolkit=tk), name="support")   # at import time
+
+    DBOS(config={"name": "support-app", "system_database_url": "sqlite:///app.sqlite"})
+    DBOS.launch()
+    result = await durable.run("Where is my parcel?", run_id="ticket-42")
+"""
+
+try:
+    import dbos as _dbos  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "agent.dbos needs the DBOS library: install the dbos extra "
+        "(pip install '.[dbos]' from a clone)"
+    ) from exc
+
+from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
+from agent.dbos._messages import follow, pending, send
+from agent.dbos._steps import ANSWER_TOPIC, PENDING_EVENT, DbosSteps
+
+__all__ = [
+    "ANSWER_TOPIC",
+    "EVENTS_STREAM",
+    "PENDING_EVENT",
+    "DbosSteps",
+    "DurableAgent",
+    "follow",
+    "pending",
+    "run_durably",
+    "send",
+]

@@ -1,0 +1,29 @@
+"""The tool the distributed-batch tests give their workers (``--tools``).
+
+``work`` (declared idempotent) appends ``PID start N`` and ``PID end N`` to
+``$WORK/ran.log``; in a worker started with ``BLOCK_TOOLS=1`` it never ends (that worker
+is the one the test kills).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from toolnexus import define_tool
+
+
+def _log(line: str) -> None:
+    with (Path(os.environ["WORK"]) / "ran.log").open("a", encoding="utf-8") as file:
+        file.write(f"{os.getpid()} {line}\n")
+
+
+@define_tool(idempotent=True)  # a crash may run it again: the test counts on that
+def work(task: int) -> str:
+    """Do the work of one task."""
+    _log(f"start {task}")
+    while os.environ.get("BLOCK_TOOLS") == "1":
+        time.sleep(0.05)
+    _log(f"end {task}")
+    return f"worked on {task}"

@@ -1,0 +1,54 @@
+"""``batch --engine dbos`` and ``batch-status`` on SQLite, without workers: what is queued."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'")
+
+from agent.cli import EXIT_OK, EXIT_PENDING, EXIT_USAGE, main
+
+
+@pytest.fixture
+def tasks(tmp_path: Path) -> Path:
+    path = tmp_path / "nightly.yaml"
+    path.write_text(
+        "defaults: {model: gemini-2.5-pro}\n"
+        "tasks:\n  - {id: a, prompt: first}\n  - {id: b, prompt: second}\n"
+    )
+    return path
+
+
+def test_a_batch_is_enqueued_once_and_its_progress_shown(
+    tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    assert main(["batch", str(tasks), "--engine", "dbos", "--db", db]) == EXIT_OK
+    assert "batch nightly: 2 tasks enqueued, 0 already there" in capsys.readouterr().err
+    assert main(["batch", str(tasks), "--engine", "dbos", "--db", db, "--name", "nightly"]) == 0
+    assert "batch nightly: 0 tasks enqueued, 2 already there" in capsys.readouterr().err
+    assert main(["batch-status", "--db", db, "--export", str(tmp_path / "r.jsonl")]) == EXIT_PENDING
+    err = capsys.readouterr().err
+    assert "nightly [------------------------------] 0/2 done, 0 running, 2 waiting" in err
+    assert "0 results written" in err
+    assert (tmp_path / "r.jsonl").read_text() == ""
+
+
+def test_the_engine_flags_are_checked(
+    tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    cases = {
+        ("--db", "mysql://db/x"): "--db: expected sqlite:///FILE or postgresql://",
+        ("--name", "a:b"): "the batch name 'a:b' may hold letters",
+        ("--worker-concurrency", "9"): "--worker-concurrency must be between 1 and --concurrency",
+        ("--rpm", "0"): "--rpm must be at least 1",
+    }
+    for flags, message in cases.items():
+        argv = ["batch", str(tasks), "--engine", "dbos", "--db", db, *flags]
+        assert main(argv) == EXIT_USAGE, flags
+        assert message in capsys.readouterr().err
+    assert main(["batch", str(tasks)]) == EXIT_USAGE
+    assert "--out RESULTS.jsonl is required" in capsys.readouterr().err
