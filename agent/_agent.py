@@ -585,16 +585,26 @@ class Agent:
             yield None, None, None
             return
         from agent._session_lock import session_lock
+        from agent._store import ArchivingStore
         from agent._transcript import Transcript
 
         store = self.store
-
+        # What compaction replaced is kept, so nothing is lost. A store with append_archive
+        # gets only what this run adds, appended before the save that drops it from the
+        # transcript (a crash in between repeats a batch, never loses one); any other store
+        # gets the whole archive in the transcript's metadata on every save.
+        appender = store if isinstance(store, ArchivingStore) else None
         archive: list[dict[str, Any]] = []
 
         async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
             request = {"request": dict(pending)} if pending is not None else None
             metadata: dict[str, Any] = {"model": self.model}
-            if archive:  # what compaction replaced: kept, so nothing is lost
+            if appender is not None:
+                if archive:
+                    count = len(archive)
+                    await appender.append_archive(session, archive[:count])
+                    del archive[:count]
+            elif archive:
                 metadata["archive"] = archive
             transcript = Transcript(contents, pending=request, metadata=metadata)
             await store.save(session, transcript)
@@ -602,6 +612,8 @@ class Agent:
         async with session_lock(store, session):
             saved = await store.get(session)
             if saved is not None:
+                # For a store that appends, an archive saved in the metadata before it could
+                # (an older version) moves to its archive on the first save.
                 archive.extend(saved.metadata.get("archive") or [])
             yield (saved.contents if saved else None), save, archive
 

@@ -18,7 +18,7 @@ between exchanges, so a function call is never separated from its response; the 
 in progress (whose thought signatures Gemini checks) is never summarised, only pruned; no
 part carrying a thought signature is ever altered or moved: it stays byte for byte where
 it was, or leaves with its whole exchange. Replaced Contents go to the run's archive (a
-session keeps it in its transcript's ``metadata["archive"]``).
+session appends them to its store's archive, see `agent._store.ArchivingStore`).
 """
 
 from __future__ import annotations

@@ -17,16 +17,28 @@ Any object with ``async get(session_id)`` and ``async save(session_id, transcrip
 
         async def save(self, session_id: str, transcript: Transcript) -> None:
             self.data[session_id] = transcript.to_json()
+
+A store may also keep compaction's archive (the Contents compaction replaced) apart from the
+transcript, append-only: see `ArchivingStore`. Both built-in stores do; a store without it
+gets the archive inside the transcript's ``metadata["archive"]``, rewritten on every save.
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agent._transcript import Transcript, stamped_json
 
-__all__ = ["LockingStore", "MemoryStore", "Store", "check_session_id"]
+__all__ = [
+    "ArchivingStore",
+    "LockingStore",
+    "MemoryStore",
+    "Store",
+    "archive_json",
+    "check_session_id",
+]
 
 
 def check_session_id(session_id: object) -> str:
@@ -38,6 +50,18 @@ def check_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id:
         raise ValueError(f"a session id must be a non-empty string, got {session_id!r}")
     return session_id
+
+
+def archive_json(contents: list[dict[str, Any]]) -> str:
+    """Serialise a batch of archived Contents as a store keeps it.
+
+    Raises:
+        ValueError: a NaN or infinite float.
+        TypeError: a value that is not JSON data.
+    """
+    if not isinstance(contents, list):
+        raise TypeError(f"an archive batch must be a list of Contents, got {type(contents)!r}")
+    return json.dumps(contents, allow_nan=False, separators=(",", ":"))
 
 
 @runtime_checkable
@@ -85,6 +109,36 @@ class LockingStore(Store, Protocol):
         ...
 
 
+@runtime_checkable
+class ArchivingStore(Store, Protocol):
+    """A store that keeps compaction's archive apart from the transcript, append-only.
+
+    The Contents compaction replaces are appended in batches that are never rewritten, so a
+    save costs the same however long the session has run. A store without these methods
+    still works: the archive then rides in the transcript's ``metadata["archive"]``.
+    """
+
+    async def append_archive(self, session_id: str, contents: list[dict[str, Any]]) -> None:
+        """Add one batch of replaced Contents to the end of the session's archive.
+
+        Args:
+            session_id: The session's id.
+            contents: The Contents, as JSON-ready dicts; the store keeps a copy.
+        """
+        ...
+
+    async def archive(self, session_id: str) -> list[dict[str, Any]]:
+        """Read back the session's archive.
+
+        Args:
+            session_id: The session's id.
+
+        Returns:
+            Every archived Content, oldest first; empty for a session with none.
+        """
+        ...
+
+
 class MemoryStore:
     """Keeps transcripts in this process (the default store).
 
@@ -101,6 +155,7 @@ class MemoryStore:
     def __init__(self) -> None:
         """Start with no sessions."""
         self._data: dict[str, str] = {}
+        self._archives: dict[str, list[str]] = {}
 
     async def get(self, session_id: str) -> Transcript | None:
         """Load a copy of a session.
@@ -144,7 +199,38 @@ class MemoryStore:
         Returns:
             Whether the session existed.
         """
+        self._archives.pop(session_id, None)
         return self._data.pop(session_id, None) is not None
+
+    async def append_archive(self, session_id: str, contents: list[dict[str, Any]]) -> None:
+        """Append a copy of ``contents`` to the session's archive (earlier batches untouched).
+
+        Args:
+            session_id: The session's id (a non-empty string).
+            contents: The replaced Contents, as JSON-ready dicts.
+
+        Raises:
+            ValueError: ``session_id`` is not a non-empty string, or a NaN or infinite float.
+            TypeError: a value that is not JSON data. Nothing is appended.
+        """
+        check_session_id(session_id)
+        raw = archive_json(contents)
+        self._archives.setdefault(session_id, []).append(raw)
+
+    async def archive(self, session_id: str) -> list[dict[str, Any]]:
+        """Read a fresh copy of the session's archive.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+
+        Returns:
+            Every archived Content, oldest first; empty for a session with none.
+        """
+        check_session_id(session_id)
+        out: list[dict[str, Any]] = []
+        for raw in self._archives.get(session_id, ()):
+            out.extend(json.loads(raw))
+        return out
 
     async def session_ids(self) -> list[str]:
         """List the saved sessions.

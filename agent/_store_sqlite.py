@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -25,9 +26,9 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from agent._store import check_session_id
+from agent._store import archive_json, check_session_id
 from agent._transcript import Transcript, stamped_json
 from agent.errors import SessionBusyError, SessionError
 
@@ -44,6 +45,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     data TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS archive (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    added_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS archive_session ON archive (session_id, seq);
 CREATE TABLE IF NOT EXISTS leases (
     session_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -295,9 +303,65 @@ class SqliteStore:
 
         def delete(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
             return cur.rowcount > 0
 
-        return await self._run(delete)
+        return await self._run(lambda conn: _transaction(conn, lambda: delete(conn)))
+
+    async def append_archive(self, session_id: str, contents: list[dict[str, Any]]) -> None:
+        """Append one batch of replaced Contents to the session's archive: one new row.
+
+        Earlier rows are never rewritten, so the cost of a save does not grow with the
+        archive.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+            contents: The replaced Contents, as JSON-ready dicts.
+
+        Raises:
+            ValueError: ``session_id`` is not a non-empty string, or a NaN or infinite float.
+            TypeError: a value that is not JSON data.
+            SessionError: the file cannot be a session store (see `get`).
+            sqlite3.Error: the write failed. In every case nothing is appended.
+        """
+        check_session_id(session_id)
+        raw = archive_json(contents)
+        now = time.time()
+
+        def append(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO archive (session_id, data, added_at) VALUES (?, ?, ?)",
+                (session_id, raw, now),
+            )
+
+        await self._run(lambda conn: _transaction(conn, lambda: append(conn)))
+
+    async def archive(self, session_id: str) -> list[dict[str, Any]]:
+        """Read the session's archive.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+
+        Returns:
+            Every archived Content, oldest first; empty for a session with none.
+
+        Raises:
+            ValueError: ``session_id`` is not a non-empty string.
+            SessionError: the file cannot be a session store (see `get`).
+            sqlite3.Error: the database could not be read.
+        """
+        check_session_id(session_id)
+
+        def rows(conn: sqlite3.Connection) -> list[str]:
+            cur = conn.execute(
+                "SELECT data FROM archive WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+            return [str(r[0]) for r in cur]
+
+        out: list[dict[str, Any]] = []
+        for raw in await self._run(rows):
+            out.extend(json.loads(raw))
+        return out
 
     async def session_ids(self) -> list[str]:
         """List the saved sessions.

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Compaction, ConfigurationError
+from agent import Agent, Compaction, ConfigurationError, MemoryStore
 from agent._compaction import SUMMARY_PROMPT, exchange_starts, prune
 from agent.events import Compacted
 from agent.testing import FakeGemini, function_call
@@ -52,12 +52,17 @@ class ChatModel:
         return function_call("fetch", {"n": len(body["contents"])})
 
 
-async def test_a_300_turn_chat_stays_small_and_keeps_a_fact_from_turn_1():
+async def test_a_300_turn_chat_stays_small_and_keeps_a_fact_from_turn_1() -> None:
     model = ChatModel()
     fake = FakeGemini(model, api_key=KEY, sign_text=True)
     policy = Compaction(trigger_tokens=6_000, keep_recent_turns=3)
+    store = MemoryStore()
     agent = Agent(
-        toolkit=toolkit([fetch]), api_key=KEY, http_client=fake.http_client(), compaction=policy
+        toolkit=toolkit([fetch]),
+        api_key=KEY,
+        http_client=fake.http_client(),
+        compaction=policy,
+        store=store,
     )
     compactions: list[Compacted] = []
     prompts = ["Remember: the code word is PAPAYA."] + [f"turn {i}" for i in range(2, 300)]
@@ -74,16 +79,17 @@ async def test_a_300_turn_chat_stays_small_and_keeps_a_fact_from_turn_1():
     sizes = [len(json.dumps(r.body["contents"])) // 4 for r in fake.requests]
     assert max(sizes) < 6_000 + 2 * len(BIG)
     # The archive holds every replaced turn: each prompt is in the transcript or the archive.
-    saved = await agent.store.get("chat")
+    saved = await store.get("chat")
     assert saved is not None
-    archived = json.dumps(saved.metadata["archive"])
+    assert "archive" not in saved.metadata  # kept apart by the store, append-only
+    archived = json.dumps(await store.archive("chat"))
     kept = json.dumps(saved.contents)
     for prompt in prompts:
         assert json.dumps(prompt) in archived or json.dumps(prompt) in kept, prompt
     assert f"page 1: {BIG}" in archived  # the full results, from before they were pruned
 
 
-async def test_compact_a_history_by_hand():
+async def test_compact_a_history_by_hand() -> None:
     exchange = [
         {"role": "user", "parts": [{"text": "hello"}]},
         {"role": "model", "parts": [{"text": "hi"}]},
@@ -99,7 +105,7 @@ async def test_compact_a_history_by_hand():
         await agent.compact()
 
 
-def test_prune_keeps_ids_names_and_signatures():
+def test_prune_keeps_ids_names_and_signatures() -> None:
     contents = [
         {"role": "user", "parts": [{"text": "go"}]},
         {
@@ -123,7 +129,7 @@ def test_prune_keeps_ids_names_and_signatures():
     assert exchange_starts(contents) == [0, 3]
 
 
-def test_compaction_settings_are_checked():
+def test_compaction_settings_are_checked() -> None:
     with pytest.raises(ConfigurationError):
         Compaction(trigger_fraction=0)
     with pytest.raises(ConfigurationError):
