@@ -39,6 +39,7 @@ from agent.cli.batch import (
     read_finished,
     run_all,
 )
+from agent.cli.run import load_output_type
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
@@ -128,6 +129,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--deps", metavar="MODULE:ATTR", help="a function of the case that returns its run data"
     )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE|MODULE:MODEL",
+        help="ask every case for a typed answer (as `run --output-schema`), checked by "
+        "`output_equals` / `output_satisfies`",
+    )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
     add_approval_flag(parser, batch=True)
@@ -160,6 +167,7 @@ def command(args: argparse.Namespace) -> int:
 
     if args.fake is not None:
         raise CliError("eval: --fake plays one script for every call; use --offline instead")
+    args.output_type = load_output_type(args.output_schema)
     try:
         evals = load_evals(args.evals)
     except ConfigurationError as exc:
@@ -289,6 +297,7 @@ class _Runner:
                 system=case.system if case.system is not None else self.system,
                 max_turns=case.max_turns or self.args.max_turns,
                 approval=cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True),
+                output_type=self.args.output_type,
             )
 
     async def _client(

@@ -198,3 +198,40 @@ cases:
     sys.modules.pop("evaldeps", None)
     assert code == 0, err
     assert "1/1 samples passed" in err
+
+
+def test_output_schema_gives_cases_a_typed_output_to_check(cli: Cli, workdir: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "temp": {"type": "integer"}},
+        "required": ["city", "temp"],
+    }
+    (workdir / "weather.json").write_text(json.dumps(schema), encoding="utf-8")
+    (workdir / "typed.yaml").write_text(
+        """
+defaults: {model: gemini-3-flash-preview}
+cases:
+  - id: right
+    prompt: Weather in Paris?
+    scenario: ['{"city": "Paris", "temp": 21}']
+    expect: {output_equals: {city: Paris, temp: 21}}
+  - id: pattern
+    prompt: Weather in Oslo?
+    scenario: ['{"city": "Oslo", "temp": 3}']
+    expect: {output_satisfies: {city: {$regex: "^Os"}, temp: {$any: true}}}
+  - id: wrong
+    prompt: Weather in Rome?
+    scenario: ['{"city": "Rome", "temp": 30}']
+    expect: {output_equals: {city: Rome, temp: 31}}
+""",
+        encoding="utf-8",
+    )
+    more = ("--offline", "--no-builtins", "--output-schema", "weather.json", "--json", "r.json")
+    code, _, err = cli("eval", "typed.yaml", "--out", "runs.jsonl", *more)
+    assert code == 1, err
+    assert "2/3 samples passed" in err
+    report = json.loads((workdir / "r.json").read_text("utf-8"))
+    text = json.dumps(report)
+    assert 'output was {\\"city\\": \\"Rome\\", \\"temp\\": 30}' in text
+    code, _, err = cli("eval", "typed.yaml", "--out", "runs2.jsonl", "--offline", "--no-builtins")
+    assert code == 1 and "0/3 samples passed" in err  # without the schema there is no output
