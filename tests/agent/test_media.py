@@ -12,6 +12,7 @@ from google.genai import types
 import toolnexus as tn
 from agent import Agent, ConfigurationError, ModelError, RetryPolicy
 from agent.testing import FakeGemini, function_call
+from agent.testing._files import FILES_URI, StoredFile
 from toolnexus import Attachment, ToolContext, ToolResult
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
@@ -144,3 +145,37 @@ def test_attachment_needs_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one of data= or uri="):
         Attachment("image/png")
     assert "3 bytes" in repr(Attachment("image/png", data=b"abc"))
+
+
+async def test_the_fake_refuses_unknown_and_processing_files() -> None:
+    fake = FakeGemini(["unused", "unused"])
+    fake.files.files["busy"] = StoredFile("busy", "image/png", None, PNG)
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "nope")])
+    assert fake.requests[0].error == (
+        "You do not have permission to access the File nope or it may not exist."
+    )
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "busy")])
+    assert fake.requests[1].error == (
+        "The File busy is not in an ACTIVE state and usage is not allowed."
+    )
+
+
+async def test_the_fake_server_serves_a_resumable_upload() -> None:
+    import io
+
+    from google import genai
+
+    fake = FakeGemini([])
+    with fake.serve() as server:
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.base_url))
+        config = types.UploadFileConfig(mime_type="text/plain", display_name="notes")
+        uploaded = await client.aio.files.upload(file=io.BytesIO(b"abc"), config=config)
+        assert uploaded.state == types.FileState.PROCESSING
+        assert uploaded.display_name == "notes"
+        first = await client.aio.files.get(name=uploaded.name or "")
+        second = await client.aio.files.get(name=uploaded.name or "")
+    assert (first.state, second.state) == (types.FileState.PROCESSING, types.FileState.ACTIVE)
+    assert second.uri == FILES_URI + "fake000001"
+    assert fake.files.files["fake000001"].data == b"abc"
