@@ -204,7 +204,8 @@ class Run:
             yield await self._end(self.result("pending", pending=waiting[0]))
             return
         if self.prompt is not None:
-            self.contents.append(prompt_content(self.prompt))
+            prompt = prompt_content(self.prompt)
+            self.contents.append(await self.settings.model.upload_over_limit(prompt))
         while self.turns < self.settings.max_turns:
             over = over_before_call(self.settings.usage_limits, self._spent())
             if over is not None:  # the call is not made

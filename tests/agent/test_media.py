@@ -58,12 +58,63 @@ async def test_bad_prompts_are_refused_before_sending(monkeypatch: pytest.Monkey
     agent = agent_on(fake)
     with pytest.raises(TypeError, match="prompt part 0 is a int"):
         await agent.run([3])  # type: ignore[list-item]
+    assert fake.requests == []
+
+
+async def test_inline_data_over_the_limit_goes_through_the_files_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agent._media as media
+
+    monkeypatch.setattr(media, "INLINE_LIMIT", 20)
+    monkeypatch.setattr(media, "UPLOAD_POLL", 0.0)
+    fake = FakeGemini(["A dot."])
+    result = await agent_on(fake).run(
+        ["Describe", Attachment("image/png", data=PNG), Attachment("text/plain", data=b"tiny")]
+    )
+    assert result.text == "A dot."
+    # start, the bytes (upload, finalize), then files.get until ACTIVE (PROCESSING first)
+    assert [m for m, _ in fake.files.requests] == ["POST", "POST", "GET", "GET"]
+    (stored,) = fake.files.files.values()
+    assert (stored.data, stored.mime_type, stored.state) == (PNG, "image/png", "ACTIVE")
+    assert stored.display_name == "prompt part 1"
+    parts = fake.requests[0].body["contents"][0]["parts"]
+    assert parts[1] == {"fileData": {"mimeType": "image/png", "fileUri": FILES_URI + stored.id}}
+    assert parts[2]["inlineData"]["mimeType"] == "text/plain"  # under the limit once moved
+    fake.assert_consumed()
+
+
+async def test_an_upload_that_fails_or_stays_processing_stops_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import agent._media as media
 
     monkeypatch.setattr(media, "INLINE_LIMIT", 10)
-    with pytest.raises(ConfigurationError, match="over Gemini's limit of 10"):
-        await agent.run(["big", Attachment("image/png", data=PNG)])
+    monkeypatch.setattr(media, "UPLOAD_POLL", 0.0)
+    fake = FakeGemini(["unused"])
+    fake.files.outcome = "FAILED"
+    with pytest.raises(ConfigurationError, match="could not process the uploaded prompt part 0"):
+        await agent_on(fake).run([Attachment("image/png", data=PNG)])
+    monkeypatch.setattr(media, "UPLOAD_TIMEOUT", 0.0)
+    fake.files.outcome = "ACTIVE"
+    with pytest.raises(ConfigurationError, match="still PROCESSING after 0 seconds"):
+        await agent_on(fake).run([Attachment("image/png", data=PNG)])
     assert fake.requests == []
+
+
+async def test_the_fake_refuses_unknown_and_processing_files() -> None:
+    fake = FakeGemini(["unused", "unused"])
+    fake.files.files["busy"] = StoredFile("busy", "image/png", None, PNG)
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "nope")])
+    assert fake.requests[0].error == (
+        "You do not have permission to access the File nope or it may not exist."
+    )
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "busy")])
+    assert fake.requests[1].error == (
+        "The File busy is not in an ACTIVE state and usage is not allowed."
+    )
 
 
 async def test_the_fake_refuses_inline_data_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,21 +196,6 @@ def test_attachment_needs_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one of data= or uri="):
         Attachment("image/png")
     assert "3 bytes" in repr(Attachment("image/png", data=b"abc"))
-
-
-async def test_the_fake_refuses_unknown_and_processing_files() -> None:
-    fake = FakeGemini(["unused", "unused"])
-    fake.files.files["busy"] = StoredFile("busy", "image/png", None, PNG)
-    with pytest.raises(ModelError):
-        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "nope")])
-    assert fake.requests[0].error == (
-        "You do not have permission to access the File nope or it may not exist."
-    )
-    with pytest.raises(ModelError):
-        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "busy")])
-    assert fake.requests[1].error == (
-        "The File busy is not in an ACTIVE state and usage is not allowed."
-    )
 
 
 async def test_the_fake_server_serves_a_resumable_upload() -> None:
