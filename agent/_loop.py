@@ -238,7 +238,8 @@ class Run:
     async def _turns(self) -> AsyncGenerator[Event, None]:
         """Run the turns, from the new prompt to the `DoneEvent`."""
         if self.prompt is not None:
-            self.contents.append(prompt_content(self.prompt))
+            prompt = prompt_content(self.prompt)
+            self.contents.append(await self.settings.model.upload_over_limit(prompt))
         while self.turns < self.settings.max_turns:
             over = over_before_call(self.settings.usage_limits, self._spent())
             if over is not None:  # the call is not made

@@ -3,6 +3,9 @@
 A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (read, MIME type
 from the name), `toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part
 dict. An attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``.
+When a prompt's inline bytes would pass `INLINE_LIMIT`, `upload_over_limit` sends the largest
+inline parts through the Files API, waits until each file is ``ACTIVE`` and sends it as
+``fileData`` instead.
 
 Tool results: on models that take multimodal function responses (Gemini 3 and newer) the
 attachments go in ``functionResponse.parts``, each named in ``response.attachments`` as
@@ -13,6 +16,9 @@ each after a ``This is file NAME:`` text part.
 
 from __future__ import annotations
 
+import asyncio
+import io
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -20,21 +26,30 @@ from typing import Any, TypeAlias
 from google.genai import types
 
 from agent._capabilities import generation
-from agent.errors import ConfigurationError
+from agent.errors import AgentError, ConfigurationError
 from toolnexus import Attachment
 
 __all__ = [
     "INLINE_LIMIT",
+    "UPLOAD_POLL",
+    "UPLOAD_TIMEOUT",
     "Prompt",
     "attachment_part",
     "function_response_content",
     "multimodal_function_responses",
     "prompt_content",
     "response_parts",
+    "upload_over_limit",
 ]
 
 INLINE_LIMIT = 100 * 1024 * 1024
 """The most bytes of inline data one request may carry (the Gemini API's limit)."""
+
+UPLOAD_TIMEOUT = 600.0
+"""Seconds to wait for an uploaded file to leave ``PROCESSING`` before giving up."""
+
+UPLOAD_POLL = 1.0
+"""Seconds between two ``files.get`` checks of an uploaded file's state."""
 
 PromptPart: TypeAlias = str | Path | Attachment | types.Part | Mapping[str, Any]
 Prompt: TypeAlias = str | Sequence[PromptPart]
@@ -84,11 +99,11 @@ def _part(item: PromptPart, index: int) -> types.Part:
 def prompt_content(prompt: Prompt) -> types.Content:
     """Return the ``user`` Content of a prompt.
 
+    Inline data over `INLINE_LIMIT` stays inline here; `upload_over_limit` moves it.
+
     Raises:
         TypeError: The prompt (or a part of it) is of a type a prompt cannot hold.
-        ConfigurationError: A file cannot be read, a dict is not a part, the list is empty,
-            or the inline data passes `INLINE_LIMIT` (upload it with the Files API and pass
-            an ``Attachment(uri=...)`` instead).
+        ConfigurationError: A file cannot be read, a dict is not a part, or the list is empty.
     """
     if isinstance(prompt, str):
         return types.Content(role="user", parts=[types.Part(text=prompt)])
@@ -97,14 +112,64 @@ def prompt_content(prompt: Prompt) -> types.Content:
     parts = [_part(item, index) for index, item in enumerate(prompt)]
     if not parts:
         raise ConfigurationError("the prompt is an empty list of parts")
-    inline = sum(len(p.inline_data.data or b"") for p in parts if p.inline_data is not None)
-    if inline > INLINE_LIMIT:
-        raise ConfigurationError(
-            f"the prompt carries {inline} bytes inline, over Gemini's limit of {INLINE_LIMIT}: "
-            "upload large files with the Files API (client.files.upload) and pass "
-            "toolnexus.Attachment(mime_type, uri=file.uri)"
-        )
     return types.Content(role="user", parts=parts)
+
+
+def _inline_size(part: types.Part) -> int:
+    return len(part.inline_data.data or b"") if part.inline_data is not None else 0
+
+
+async def upload_over_limit(files: Any, content: types.Content) -> types.Content:
+    """Return ``content`` with its largest inline parts uploaded, if it passes `INLINE_LIMIT`.
+
+    ``files`` is the SDK's ``client.aio.files``. Each upload is waited for until the file is
+    ``ACTIVE`` (at most `UPLOAD_TIMEOUT` seconds) and then sent as ``fileData``.
+
+    Raises:
+        ConfigurationError: Gemini could not process a file (``FAILED``), or it was still
+            processing after `UPLOAD_TIMEOUT` seconds.
+        AgentError: The upload or a state check failed (HTTP or network error).
+    """
+    parts = list(content.parts or [])
+    total = sum(_inline_size(p) for p in parts)
+    if total <= INLINE_LIMIT:
+        return content
+    for index in sorted(range(len(parts)), key=lambda i: -_inline_size(parts[i])):
+        if total <= INLINE_LIMIT:
+            break
+        blob = parts[index].inline_data
+        assert blob is not None
+        uri = await _upload(files, blob, f"prompt part {index}")
+        parts[index] = types.Part(file_data=types.FileData(mime_type=blob.mime_type, file_uri=uri))
+        total -= len(blob.data or b"")
+    return types.Content(role=content.role, parts=parts)
+
+
+async def _upload(files: Any, blob: types.Blob, label: str) -> str:
+    display = blob.display_name or label
+    try:
+        file = await files.upload(
+            file=io.BytesIO(blob.data or b""),
+            config=types.UploadFileConfig(mime_type=blob.mime_type, display_name=display),
+        )
+        deadline = time.monotonic() + UPLOAD_TIMEOUT
+        while file.state is not None and file.state.name == "PROCESSING":
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(UPLOAD_POLL)
+            file = await files.get(name=file.name)
+    except Exception as exc:  # cancellation is a BaseException and passes untouched
+        raise AgentError(f"uploading {display} to the Files API failed: {exc}") from None
+    state = file.state.name if file.state is not None else "ACTIVE"
+    if state == "FAILED":
+        reason = f": {file.error.message}" if file.error and file.error.message else ""
+        raise ConfigurationError(f"Gemini could not process the uploaded {display}{reason}")
+    if state != "ACTIVE":
+        raise ConfigurationError(
+            f"the uploaded {display} ({file.name}) was still {state} after "
+            f"{UPLOAD_TIMEOUT:g} seconds (agent._media.UPLOAD_TIMEOUT)"
+        )
+    return str(file.uri)
 
 
 def response_parts(

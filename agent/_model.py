@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agent._api_errors import translate, unreadable
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
+from agent._media import upload_over_limit
 from agent._response import ModelResponse, StreamAssembler, parse
 from agent._retry import CallFailed
 from agent.events import TextEvent, ThoughtEvent
@@ -147,6 +148,10 @@ class GeminiModel:
             for text in response.texts:
                 yield TextEvent(text, request.turn)
         yield response
+
+    async def upload_over_limit(self, content: Content) -> Content:
+        """Move the largest inline parts of a prompt over the inline limit to the Files API."""
+        return await upload_over_limit(self.clients.genai.aio.files, content)
 
     def parse(self, raw: Any) -> ModelResponse:
         """Read a ``GenerateContentResponse`` (an after-model hook's replacement)."""

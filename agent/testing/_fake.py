@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from agent.errors import AgentError
+from agent.testing._files import FileStore
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
     Checked,
@@ -198,7 +199,9 @@ class FakeGemini:
         self.chunk_delay = chunk_delay
         self.sign_text = sign_text
         self.requests: list[RecordedRequest] = []
-        """Every request received, in order."""
+        """Every model request received, in order (Files API requests are in ``files``)."""
+        self.files = FileStore()
+        """The Files API: uploaded files, their requests, how long they stay processing."""
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self._state = _State()
@@ -338,6 +341,8 @@ class FakeGemini:
     ) -> Outcome:
         """Answer one HTTP request (thread-safe; the transports and the server call this)."""
         with self._state.lock:
+            if self.files.owns(path):
+                return self.files.handle(method, path, query, headers, raw, self._check_key)
             return self._handle_locked(method, path, query, headers, raw)
 
     def _handle_locked(
@@ -393,6 +398,9 @@ class FakeGemini:
             problem = check_request(record.body, self._state.book, record.model)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
+            refused = self.files.check_uses(record.body)
+            if refused is not None:
+                return refused
         value = self._next_reply(record)
         if isinstance(value, Outcome):
             return value

@@ -12,6 +12,7 @@ from google.genai import types
 import toolnexus as tn
 from agent import Agent, ConfigurationError, ModelError, RetryPolicy
 from agent.testing import FakeGemini, function_call
+from agent.testing._files import FILES_URI, StoredFile
 from toolnexus import Attachment, ToolContext, ToolResult
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
@@ -57,12 +58,63 @@ async def test_bad_prompts_are_refused_before_sending(monkeypatch: pytest.Monkey
     agent = agent_on(fake)
     with pytest.raises(TypeError, match="prompt part 0 is a int"):
         await agent.run([3])  # type: ignore[list-item]
+    assert fake.requests == []
+
+
+async def test_inline_data_over_the_limit_goes_through_the_files_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agent._media as media
+
+    monkeypatch.setattr(media, "INLINE_LIMIT", 20)
+    monkeypatch.setattr(media, "UPLOAD_POLL", 0.0)
+    fake = FakeGemini(["A dot."])
+    result = await agent_on(fake).run(
+        ["Describe", Attachment("image/png", data=PNG), Attachment("text/plain", data=b"tiny")]
+    )
+    assert result.text == "A dot."
+    # start, the bytes (upload, finalize), then files.get until ACTIVE (PROCESSING first)
+    assert [m for m, _ in fake.files.requests] == ["POST", "POST", "GET", "GET"]
+    (stored,) = fake.files.files.values()
+    assert (stored.data, stored.mime_type, stored.state) == (PNG, "image/png", "ACTIVE")
+    assert stored.display_name == "prompt part 1"
+    parts = fake.requests[0].body["contents"][0]["parts"]
+    assert parts[1] == {"fileData": {"mimeType": "image/png", "fileUri": FILES_URI + stored.id}}
+    assert parts[2]["inlineData"]["mimeType"] == "text/plain"  # under the limit once moved
+    fake.assert_consumed()
+
+
+async def test_an_upload_that_fails_or_stays_processing_stops_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import agent._media as media
 
     monkeypatch.setattr(media, "INLINE_LIMIT", 10)
-    with pytest.raises(ConfigurationError, match="over Gemini's limit of 10"):
-        await agent.run(["big", Attachment("image/png", data=PNG)])
+    monkeypatch.setattr(media, "UPLOAD_POLL", 0.0)
+    fake = FakeGemini(["unused"])
+    fake.files.outcome = "FAILED"
+    with pytest.raises(ConfigurationError, match="could not process the uploaded prompt part 0"):
+        await agent_on(fake).run([Attachment("image/png", data=PNG)])
+    monkeypatch.setattr(media, "UPLOAD_TIMEOUT", 0.0)
+    fake.files.outcome = "ACTIVE"
+    with pytest.raises(ConfigurationError, match="still PROCESSING after 0 seconds"):
+        await agent_on(fake).run([Attachment("image/png", data=PNG)])
     assert fake.requests == []
+
+
+async def test_the_fake_refuses_unknown_and_processing_files() -> None:
+    fake = FakeGemini(["unused", "unused"])
+    fake.files.files["busy"] = StoredFile("busy", "image/png", None, PNG)
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "nope")])
+    assert fake.requests[0].error == (
+        "You do not have permission to access the File nope or it may not exist."
+    )
+    with pytest.raises(ModelError):
+        await agent_on(fake).run([Attachment("image/png", uri=FILES_URI + "busy")])
+    assert fake.requests[1].error == (
+        "The File busy is not in an ACTIVE state and usage is not allowed."
+    )
 
 
 async def test_the_fake_refuses_inline_data_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,3 +196,22 @@ def test_attachment_needs_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one of data= or uri="):
         Attachment("image/png")
     assert "3 bytes" in repr(Attachment("image/png", data=b"abc"))
+
+
+async def test_the_fake_server_serves_a_resumable_upload() -> None:
+    import io
+
+    from google import genai
+
+    fake = FakeGemini([])
+    with fake.serve() as server:
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.base_url))
+        config = types.UploadFileConfig(mime_type="text/plain", display_name="notes")
+        uploaded = await client.aio.files.upload(file=io.BytesIO(b"abc"), config=config)
+        assert uploaded.state == types.FileState.PROCESSING
+        assert uploaded.display_name == "notes"
+        first = await client.aio.files.get(name=uploaded.name or "")
+        second = await client.aio.files.get(name=uploaded.name or "")
+    assert (first.state, second.state) == (types.FileState.PROCESSING, types.FileState.ACTIVE)
+    assert second.uri == FILES_URI + "fake000001"
+    assert fake.files.files["fake000001"].data == b"abc"
