@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent.test_loop_example import run_example
+
 ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED = {
@@ -28,19 +30,9 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs_offline(name: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    out = run_example(name, timeout=120)
     for line in EXPECTED[name]:
-        assert line in done.stdout
+        assert line in out
 
 
 def test_the_example_eval_passes_offline(tmp_path: Path) -> None:

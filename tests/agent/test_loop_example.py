@@ -62,15 +62,17 @@ async def test_quickstart_without_network_says_so_in_one_line(unreachable, capsy
     assert "check the network connection" in line
 
 
-def run_example(name: str) -> str:
-    """Run ``examples/NAME`` without an API key (so against the fake); return its stdout."""
+def run_example(name: str, *, timeout: float = 60) -> str:
+    """Run ``examples/NAME`` from the repository root without an API key (so against the
+    fake); return its stdout."""
     env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        cwd=ROOT,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stderr
