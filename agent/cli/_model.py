@@ -45,6 +45,8 @@ class AgentFactory:
     """``None`` with the real Gemini (the SDK reads the environment); a dummy for a fake."""
     fake: FakeGemini | None = None
     """The scripted model of ``--fake``."""
+    builtin_tools: tuple[str, ...] = ()
+    """Gemini's own tools every agent offers (``--builtin-tool``)."""
 
     def make(
         self,
@@ -80,6 +82,7 @@ class AgentFactory:
                 retry=quick,
                 output_type=output_type,
                 approval=approval,
+                builtin_tools=self.builtin_tools,
             )
         except ConfigurationError as exc:
             raise CliError(f"toolnexus-agent: {exc}") from None
@@ -108,11 +111,12 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
 
     from agent import DEFAULT_MODEL
 
+    builtin = tuple(getattr(args, "builtin_tools", None) or ())
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
-            yield AgentFactory(args.model or DEFAULT_MODEL, http, None)
+            yield AgentFactory(args.model or DEFAULT_MODEL, http, None, None, builtin)
         return
     import yaml
 
@@ -129,7 +133,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake)
+        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin)
 
 
 @contextlib.asynccontextmanager

@@ -79,6 +79,15 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         help="stop after N model responses (default: 50)",
     )
     group.add_argument(
+        "--builtin-tool",
+        dest="builtin_tools",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="offer one of Gemini's own tools beside the function tools, e.g. google_search, "
+        "url_context, code_execution (repeatable)",
+    )
+    group.add_argument(
         "-v",
         "--verbose",
         action="store_true",

@@ -357,3 +357,34 @@ def test_an_unusable_session_store_is_one_line_exit_2_and_left_untouched(
     }
     assert after == before  # nothing overwritten, no journal files left beside them
     assert sorted(p.name for p in workdir.iterdir() if "-" in p.name) == []
+
+
+def test_builtin_tool_flag_offers_code_execution_and_shows_its_output(cli: Cli) -> None:
+    from agent.testing import code_execution
+
+    fake = FakeGemini([reply(*code_execution("print(6 * 7)", "42\n"), "It is 42.")])
+    with fake.serve() as server:
+        code, out, err = cli(
+            "run",
+            *TOOLS,
+            "--model",
+            "gemini-3-flash-preview",
+            "--builtin-tool",
+            "code_execution",
+            "Six times seven?",
+            server=server,
+        )
+    assert code == 0, err
+    assert out == "It is 42.\n"
+    assert "(code execution) python:\n   print(6 * 7)" in err
+    assert "(code output, OUTCOME_OK) 42" in err
+    tools = fake.requests[0].body["tools"]
+    assert {"codeExecution": {}} in tools and any("functionDeclarations" in t for t in tools)
+
+
+def test_an_unknown_builtin_tool_is_a_usage_error(cli: Cli) -> None:
+    fake = FakeGemini(["never sent"])
+    with fake.serve() as server:
+        code, _, err = cli("run", *TOOLS, "--builtin-tool", "teleport", "hi", server=server)
+    assert code == 2 and "teleport" in err
+    assert fake.requests == []
