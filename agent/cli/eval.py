@@ -298,6 +298,7 @@ class _Runner:
                 max_turns=case.max_turns or self.args.max_turns,
                 approval=cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True),
                 output_type=self.args.output_type,
+                builtin_tools=tuple(self.args.builtin_tools),
             )
 
     async def _client(
