@@ -101,6 +101,22 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_session_flags(parser: argparse.ArgumentParser, session_help: str, store_help: str) -> None:
+    """Declare ``--session ID`` and ``--store PATH`` (check them with `check_session_flags`)."""
+    parser.add_argument("--session", metavar="ID", help=session_help)
+    parser.add_argument("--store", metavar="PATH", help=store_help)
+
+
+def check_session_flags(args: argparse.Namespace) -> None:
+    """Refuse ``--session`` without ``--store``: an in-memory session ends with the process.
+
+    Raises:
+        CliError: ``--session`` was given without ``--store``.
+    """
+    if args.session is not None and args.store is None:
+        raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)

@@ -25,7 +25,13 @@ from agent.cli._exits import (
 )
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._options import (
+    add_agent_flags,
+    add_session_flags,
+    add_toolkit_flags,
+    check_session_flags,
+    read_system,
+)
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags
@@ -68,13 +74,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--session",
-        metavar="ID",
-        help="the conversation to continue (needs --store; default: a new one in memory)",
-    )
-    parser.add_argument(
-        "--store", metavar="PATH", help="a SQLite file that keeps conversations between chats"
+    add_session_flags(
+        parser,
+        "the conversation to continue (needs --store; default: a new one in memory)",
+        "a SQLite file that keeps conversations between chats",
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
@@ -86,8 +89,7 @@ def command(args: argparse.Namespace) -> int:
     """Run ``chat`` until Ctrl-D or ``/exit``; return the last turn's exit code."""
     from agent import SqliteStore
 
-    if args.session is not None and args.store is None:
-        raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
+    check_session_flags(args)
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     with agent_log(args.verbose), asyncio.Runner() as runner:

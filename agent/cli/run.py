@@ -17,7 +17,13 @@ from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._options import (
+    add_agent_flags,
+    add_session_flags,
+    add_toolkit_flags,
+    check_session_flags,
+    read_system,
+)
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags, import_attr
@@ -83,8 +89,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="TEXT",
         help="an answer for the `question` tool, used in order; repeatable",
     )
-    parser.add_argument(
-        "--session", metavar="ID", help="continue the conversation ID (needs --store)"
+    add_session_flags(
+        parser,
+        "continue the conversation ID (needs --store)",
+        "the SQLite file that keeps --session conversations",
     )
     parser.add_argument(
         "--file",
@@ -99,9 +107,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="ask for a typed answer: a JSON Schema file, or a pydantic model (or dataclass, "
         "TypedDict) importable from the current dir; --json then carries it as `output`",
     )
-    parser.add_argument(
-        "--store", metavar="PATH", help="the SQLite file that keeps --session conversations"
-    )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
     add_approval_flag(parser)
@@ -110,8 +115,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command(args: argparse.Namespace) -> int:
     """Run ``run`` and return its exit code."""
-    if args.session is not None and args.store is None:
-        raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
+    check_session_flags(args)
     if args.prompt is None and args.session is None:
         raise CliError("run: give a PROMPT (or '-' to read it from stdin)")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
