@@ -37,16 +37,21 @@ if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
     from agent._agent_files import load_agents
     from agent._approval import ApprovalPolicy, Deny
+    from agent._client import ClientSettings
     from agent._compaction import Compaction
     from agent._cost import Cost
     from agent._declarations import DeclarationProblem
     from agent._limits import UsageLimits
+    from agent._media import Prompt
+    from agent._options import ModelSettings, RunLimits
+    from agent._plan import RunPlan
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
     from agent._store_sqlite import SqliteStore
     from agent._transcript import Transcript
     from agent.hooks import Hooks, ModelRequest, Veto
+    from agent.steps import Steps
 
 _LAZY = {
     "DEFAULT_MODEL": "agent._agent",
@@ -70,6 +75,12 @@ _LAZY = {
     "Cost": "agent._cost",
     "UsageLimits": "agent._limits",
     "Compaction": "agent._compaction",
+    "ClientSettings": "agent._client",
+    "ModelSettings": "agent._options",
+    "RunLimits": "agent._options",
+    "RunPlan": "agent._plan",
+    "Prompt": "agent._media",
+    "Steps": "agent.steps",
 }
 
 
@@ -91,6 +102,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "ApprovalPolicy",
+    "ClientSettings",
     "Compaction",
     "ConfigurationError",
     "Cost",
@@ -102,12 +114,17 @@ __all__ = [
     "MemoryStore",
     "ModelError",
     "ModelRequest",
+    "ModelSettings",
+    "Prompt",
     "RetryPolicy",
     "RunError",
+    "RunLimits",
+    "RunPlan",
     "RunResult",
     "SessionBusyError",
     "SessionError",
     "SqliteStore",
+    "Steps",
     "Store",
     "ToolCallRecord",
     "ToolDeclarationWarning",

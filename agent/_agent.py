@@ -3,48 +3,43 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
-from agent._builtin_tools import builtin_tools as builtin_tools_of
+from agent._builtin_tools import BuiltinTools
+from agent._capability import RequestShape
 from agent._client import ClientSettings
 from agent._compaction import Compaction
 from agent._cost import price_table
-from agent._decide import TurnLimits
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._limits import UsageLimits
-from agent._loop import Checkpoint, Run, Settings, WaitFor, _maybe
 from agent._media import Prompt
 from agent._model import GeminiModel
-from agent._output import OutputMode, OutputSpec, output_spec
-from agent._retry import RetryPolicy
-from agent._settings import Thinking, ToolChoice, generation_options
+from agent._options import ModelSettings, RunLimits, split_legacy
+from agent._output import OutputSpec, TypedOutput
+from agent._plan import AgentCore, RunPlan, SystemPrompt, capabilities_of
+from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
-from agent._tracing import RunTrace
-from agent.errors import AgentError, ConfigurationError, DeadlineExceededError
-from agent.events import DoneEvent, Event
+from agent.errors import AgentError, ConfigurationError
+from agent.events import Event
 from agent.hooks import Hooks
 from toolnexus import Answer, ConfigError, Toolkit, skills_prompt
 
 if TYPE_CHECKING:
-    import httpx
     from google import genai
 
+    from agent._calls import WaitFor
     from agent._result import RunResult
     from agent._store import Store
-    from toolnexus import Request, Tool
+    from agent.steps import Steps
+    from toolnexus import Tool
 
 __all__ = ["DEFAULT_MODEL", "Agent", "ToolDeclarationWarning"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 """The model used when none is given."""
-
-SystemPrompt = Callable[[Any], "str | Awaitable[str | None] | None"]
-"""A system prompt built per run from the run's ``deps`` (sync or async)."""
 
 
 class ToolDeclarationWarning(AgentError, UserWarning):
@@ -75,40 +70,18 @@ class Agent:
         toolkit: Toolkit | None = None,
         *,
         system_prompt: str | SystemPrompt | None = None,
-        max_turns: int = 50,
-        wait_for: WaitFor | None = None,
-        hooks: Hooks | None = None,
-        client: genai.Client | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        api_version: str | None = None,
-        vertexai: bool | None = None,
-        project: str | None = None,
-        location: str | None = None,
-        timeout: float | None = 120.0,
-        retry: RetryPolicy | None = None,
-        config: Mapping[str, Any] | None = None,
-        tool_timeout: float | None = None,
-        deadline: float | None = None,
-        malformed_retries: int = 2,
-        empty_retries: int = 1,
-        repeat_limit: int = 3,
-        invalid_tools: Literal["skip", "raise"] = "skip",
-        store: Store | None = None,
         output_type: Any = None,
-        output_mode: OutputMode = "auto",
-        output_retries: int = 2,
-        temperature: float | None = None,
-        max_output_tokens: int | None = None,
-        thinking: Thinking | None = None,
-        include_thoughts: bool | None = None,
-        tool_choice: ToolChoice | None = None,
-        builtin_tools: Sequence[str | Any] = (),
+        settings: ModelSettings | None = None,
+        limits: RunLimits | None = None,
         usage_limits: UsageLimits | None = None,
-        compaction: Compaction | Literal[False] | None = None,
-        skills_catalog_chars: int | None = 20_000,
+        client: genai.Client | ClientSettings | None = None,
+        hooks: Hooks | None = None,
         approval: ApprovalPolicy | Rule | None = None,
+        wait_for: WaitFor | None = None,
+        store: Store | None = None,
+        builtin_tools: Sequence[str | Any] = (),
+        compaction: Compaction | Literal[False] | None = None,
+        **legacy: Any,
     ) -> None:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
@@ -118,151 +91,109 @@ class Agent:
             system_prompt: Instructions sent with every request, before the skills catalog;
                 or a function (sync or async) of the run's ``deps`` that returns them,
                 called once at the start of each run.
-            max_turns: Model responses per run, at most.
-            wait_for: Answers a suspended tool's `Request` inline (sync or async); without
-                it such a run ends ``"pending"``.
-            hooks: Callbacks around model and tool calls.
-            client: A ready ``google.genai.Client`` to use as is (the client settings below
-                are then ignored).
-            http_client: An ``httpx.AsyncClient`` to build the client on (left open by
-                `aclose`).
-            api_key: The Gemini API key; else ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``.
-            base_url: Another endpoint; else ``GOOGLE_GEMINI_BASE_URL`` or Google's.
-            api_version: The API version, e.g. ``"v1beta"``.
-            vertexai: Use Vertex AI (with ``project`` and ``location``).
-            project: The Vertex AI project.
-            location: The Vertex AI location.
-            timeout: Seconds per model request; ``None`` for no limit.
-            retry: How failed model calls are retried (`RetryPolicy()` by default).
-            config: More ``GenerateContentConfig`` fields (``temperature``,
-                ``thinking_config``, ...).
-            tool_timeout: Seconds per tool call; ``None`` for no limit beyond each
-                tool's own ``Tool.timeout``.
-            deadline: Seconds for a whole run; ``None`` for no limit.
-            malformed_retries: Re-asks after a malformed or unexpected function call.
-            empty_retries: Re-asks after an empty response.
-            repeat_limit: Turns in a row with the very same calls, which kept returning the
-                very same results, before the run is stopped.
-            invalid_tools: ``"skip"`` leaves a tool Gemini would refuse out, with a
-                `ToolDeclarationWarning`; ``"raise"`` refuses to build the agent.
-            store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
             output_type: Ask for a typed result: a pydantic model, a dataclass, a TypedDict
                 or a JSON Schema dict. A completed run's ``result.output`` is then the
-                validated value (see the typed-output docs).
-            output_mode: How the typed result is asked for: ``"native"`` (a JSON response
-                schema), ``"tool"`` (a ``final_result`` function) or ``"auto"``: native
-                without tools or on Gemini 3 and newer, tool mode otherwise.
-            output_retries: Invalid typed answers sent back with their problems before the
-                run ends ``"incomplete"`` with limit ``"invalid_output"``.
-            temperature: Sampling temperature (Gemini 3 works best at the default 1.0).
-            max_output_tokens: The longest answer, in tokens (thinking counts against it).
-            thinking: A thinking level (``"minimal"``, ``"low"``, ``"medium"``,
-                ``"high"``) or a token budget; sent as the level or the budget the model
-                takes, mapped as the settings docs show.
-            include_thoughts: Ask for thought summaries (`ThoughtEvent`s in a stream).
-            tool_choice: ``"auto"``, ``"any"`` (must call a function), ``"none"``, or the
-                names of the functions the model must choose among.
+                validated value (see the typed-output docs; the mode is
+                `ModelSettings.output_mode`, the re-asks `RunLimits.output_retries`).
+            settings: Generation settings (temperature, thinking, tool choice, ...).
+            limits: Turn and retry policy (max turns, deadline, retries, tool timeout).
+            usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
+                a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
+                ``run``/``stream`` take their own for one run. Sub-agents' calls count.
+            client: A ready ``google.genai.Client`` to use as is, or the `ClientSettings` to
+                build one from (key, endpoint, HTTP client, timeout); by default the key
+                comes from ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``.
+            hooks: Callbacks around model and tool calls.
+            approval: Which calls run, are refused or wait for a human's approval: an
+                `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
+                the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
+            wait_for: Answers a suspended tool's `Request` inline (sync or async); without
+                it such a run ends ``"pending"``.
+            store: Where ``session=`` conversations are kept (a `MemoryStore` unless given).
             builtin_tools: Gemini's own tools to offer beside the toolkit, by name
                 (``"google_search"``, ``"url_context"``, ``"code_execution"``,
                 ``"google_maps"``) or as ``google.genai`` ``types.Tool`` objects.
-            usage_limits: The most each run may use (requests, tokens, tool calls, dollars);
-                a run that reaches a limit ends ``"incomplete"`` with ``limit="usage:<name>"``.
-                ``run``/``stream`` take their own for one run.
             compaction: When to compact a long transcript before a model call (prune old
                 large tool results, then summarise older exchanges). ``None`` (the
                 default) compacts ``session=`` runs with `Compaction()` and leaves other
                 runs' history as given; a `Compaction` applies to every run; ``False``
                 never compacts.
-            skills_catalog_chars: Size cap of the skills catalog in the system instruction
-                (characters; ``None``: no cap). Past it, the catalog says how many skills
-                it left out and how the model finds one by name.
-            approval: Which calls run, are refused or wait for a human's approval: an
-                `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
-                the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
+            **legacy: The flat keywords of earlier releases (``temperature=``,
+                ``max_turns=``, ``api_key=``, ...): deprecated, each warns and names its
+                new place.
 
         Raises:
             ConfigurationError: A setting is out of range, no API key was found, the client
                 settings or ``config`` are invalid, or (with ``invalid_tools="raise"``) a
                 tool declaration would be refused.
         """
-        _check_options(max_turns, malformed_retries, empty_retries, repeat_limit, invalid_tools)
+        settings, limits, client_options = split_legacy(legacy, settings, limits)
+        client = _client_of(client, client_options)
         self.model = model
         """The model name."""
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         """The tools the model may call."""
-        self.deadline = deadline
-        """Seconds for a whole run, or ``None``."""
+        self.settings = settings
+        """The generation settings."""
+        self.limits = limits
+        """The turn and retry policy."""
         self._store = store
-        self._compaction = compaction
         declarations, problems = split_valid(declaration(tool) for tool in self.toolkit)
         self.problems: tuple[DeclarationProblem, ...] = tuple(problems)
         """What the pre-flight check found wrong with the toolkit's declarations."""
-        if problems and invalid_tools == "raise":
+        if problems and limits.invalid_tools == "raise":
             raise ConfigurationError(
                 "Gemini would refuse these tool declarations: "
                 + "; ".join(str(problem) for problem in problems)
             )
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
-        self.output: OutputSpec | None = None
-        """The resolved typed result (``output_type``), or ``None``."""
+        typed = None
         if output_type is not None:
-            self.output = output_spec(
-                output_type,
-                output_mode,
-                output_retries,
-                model=model,
-                has_tools=bool(declarations),
-                tool_names=frozenset(self.toolkit.names),
-            )
-            if self.output.mode == "tool":
-                declarations.append(self.output.declaration())
-            config = _with_output(config, self.output)
-        self.declarations: tuple[dict[str, Any], ...] = tuple(declarations)
-        """The function declarations sent with every request."""
-        config = generation_options(
-            model,
-            config,
-            temperature=temperature,
-            max_output_tokens=max_output_tokens,
-            thinking=thinking,
-            include_thoughts=include_thoughts,
-            tool_choice=tool_choice,
-            tool_names=[d["name"] for d in self.declarations],
+            typed = TypedOutput(output_type, settings.output_mode, limits.output_retries)
+        capabilities = capabilities_of(
+            hooks=hooks,
+            approval=ApprovalPolicy.of(approval),
+            output=typed,
+            builtin=BuiltinTools(builtin_tools),
+            compaction=compaction,
         )
+        shape = RequestShape(model, self.toolkit, declarations, dict(settings.config or {}))
+        for capability in capabilities:
+            capability.shape(shape)
+        self.output: OutputSpec | None = typed.spec if typed is not None else None
+        """The resolved typed result (``output_type``), or ``None``."""
+        self.declarations: tuple[dict[str, Any], ...] = tuple(shape.declarations)
+        """The function declarations sent with every request."""
+        options = _generation(model, settings, shape)
         try:
-            catalog = skills_prompt(self.toolkit, max_chars=skills_catalog_chars)
+            catalog = skills_prompt(self.toolkit, max_chars=settings.skills_catalog_chars)
         except ConfigError as exc:
             raise ConfigurationError(f"skills_catalog_chars: {exc}") from None
-        self._catalog = catalog
-        self._system_prompt = system_prompt if callable(system_prompt) else None
         fixed = None if callable(system_prompt) else system_prompt
         self.system_instruction = system_instruction(fixed, catalog)
         """The system instruction sent with every request (``None`` when empty); with a
         callable ``system_prompt``, only the skills catalog part (the rest is built per run)."""
-        self._model = GeminiModel.build(
+        gemini = GeminiModel.build(
             model,
             system=self.system_instruction,
             declarations=self.declarations,
-            options=config,
-            client=client,
-            builtin=builtin_tools_of(builtin_tools),
-            settings=ClientSettings(
-                api_key, http_client, base_url, api_version, vertexai, project, location, timeout
-            ),
+            options=options,
+            client=client if not isinstance(client, ClientSettings) else None,
+            builtin=shape.builtin,
+            settings=client if isinstance(client, ClientSettings) else ClientSettings(),
         )
-        self._settings = Settings(
-            model=self._model,
+        self._core = AgentCore(
+            model=gemini,
             toolkit=self.toolkit,
-            hooks=hooks or Hooks(),
+            limits=limits,
+            capabilities=tuple(capabilities),
             wait_for=wait_for,
-            max_turns=max_turns,
-            retry=retry or RetryPolicy(),
-            limits=TurnLimits(malformed_retries, empty_retries, repeat_limit),
-            tool_timeout=tool_timeout,
-            output=self.output,
-            approval=ApprovalPolicy.of(approval),
+            system_prompt=system_prompt if callable(system_prompt) else None,
+            catalog=catalog,
             usage_limits=_check_limits(model, usage_limits),
+            compaction=compaction,
+            store=lambda: self.store,
         )
 
     def __repr__(self) -> str:
@@ -320,16 +251,15 @@ class Agent:
             SessionBusyError: Another run holds the same session.
             TypeError: ``prompt`` is not a ``str``.
         """
-        result: RunResult | None = None
-        events = self._events(
-            prompt, history, answer, session, deps, streaming=False, usage_limits=usage_limits
+        plan = self.plan(
+            prompt,
+            history=history,
+            answer=answer,
+            session=session,
+            deps=deps,
+            usage_limits=usage_limits,
         )
-        async with contextlib.aclosing(events):
-            async for event in events:
-                if isinstance(event, DoneEvent):
-                    result = event.result
-        assert result is not None
-        return result
+        return await plan.result()
 
     def run_sync(
         self,
@@ -373,7 +303,7 @@ class Agent:
                 )
             finally:
                 # The pooled connections belong to this event loop, which asyncio.run closes.
-                await self._model.release_connections()
+                await self._core.model.release_connections()
 
         return asyncio.run(run_then_release())
 
@@ -413,8 +343,76 @@ class Agent:
             RunError: While iterating, as `run` raises it; ``ConfigurationError`` and
                 ``SessionBusyError`` as for `run`.
         """
-        return self._events(
-            prompt, history, answer, session, deps, streaming=True, usage_limits=usage_limits
+        plan = self.plan(
+            prompt,
+            history=history,
+            answer=answer,
+            session=session,
+            deps=deps,
+            usage_limits=usage_limits,
+            streaming=True,
+        )
+        return plan.events()
+
+    def plan(
+        self,
+        prompt: Prompt | None = None,
+        *,
+        history: Sequence[Mapping[str, Any] | Any] | None = None,
+        answer: Answer | None = None,
+        session: str | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        steps: Steps | None = None,
+        streaming: bool = False,
+        name: str | None = None,
+    ) -> RunPlan:
+        """Return one run of this agent, assembled but not started.
+
+        Every entry point builds its run here (`run`, `stream`, `compact`, a sub-agent call,
+        a durable run); use it to drive a run yourself: ``plan.events()`` yields its
+        events, ``await plan.result()`` returns its result. Called inside another run's
+        tool call, the run is that run's sub-agent: it draws on the parent's usage limits,
+        and its events and usage reach the parent.
+
+        Example::
+
+            plan = agent.plan("Summarise README.md", deps=user)
+            async for event in plan.events():
+                ...
+
+        Args:
+            prompt: The new user message, as for `run`.
+            history: An earlier conversation to continue, as for `run`.
+            answer: The answer to the request a pending history waits on.
+            session: The name of a conversation kept in the agent's ``store``.
+            deps: The run's data (see `run`).
+            usage_limits: Limits for this run, instead of the agent's.
+            steps: Where the run's side effects happen (`Steps` by default; durable steps
+                from ``agent.dbos``, whose runs never use ``wait_for``).
+            streaming: Call Gemini's streaming endpoint (a sub-agent streams when its
+                parent does).
+            name: The name the run's events carry in a parent's stream (`SubAgentEvent`).
+
+        Returns:
+            The `RunPlan`.
+
+        Raises:
+            ConfigurationError: Both ``history`` and ``session``, or a cost limit for a
+                model the price table does not know.
+            TypeError: ``prompt`` is not a ``str`` or a list of parts.
+        """
+        return RunPlan(
+            self._core,
+            prompt,
+            history=history,
+            answer=answer,
+            session=session,
+            deps=deps,
+            usage_limits=_check_limits(self.model, usage_limits),
+            steps=steps,
+            streaming=streaming,
+            name=name,
         )
 
     def as_tool(self, *, name: str, description: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Tool:
@@ -459,70 +457,6 @@ class Agent:
             self._store = MemoryStore()
         return self._store
 
-    async def _events(
-        self,
-        prompt: Prompt | None,
-        history: Sequence[Any] | None,
-        answer: Answer | None,
-        session: str | None,
-        deps: Any,
-        *,
-        streaming: bool,
-        usage_limits: UsageLimits | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """Yield the run's events under its session (if any) and its deadline (if any)."""
-        if session is not None and history is not None:
-            raise ConfigurationError("pass either history= or session=, not both")
-        settings = self._settings_for(session)
-        if usage_limits is not None:
-            settings = dataclasses.replace(
-                settings, usage_limits=_check_limits(self.model, usage_limits)
-            )
-        settings = await self._with_deps(settings, deps)
-        async with self._session(session) as (saved, save, archive):
-            trace = RunTrace(
-                self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
-            )
-            run = Run(
-                settings,
-                prompt,
-                saved or history,
-                answer,
-                save,
-                streaming=streaming,
-                trace=trace,
-                archive=archive,
-            )
-            events = run.events()
-            deadline = self.deadline
-            when = None if deadline is None else asyncio.get_running_loop().time() + deadline
-            async with contextlib.aclosing(events), trace:
-                while True:
-                    try:
-                        async with asyncio.timeout_at(when) as scope:
-                            event = await anext(events)
-                    except StopAsyncIteration:
-                        return
-                    except TimeoutError:
-                        if not scope.expired():
-                            raise
-                        raise DeadlineExceededError(
-                            f"the run passed its deadline of {deadline:g} s",
-                            result=run.result("incomplete", reason="deadline"),
-                        ) from None
-                    if isinstance(event, DoneEvent):
-                        trace.finish(event.result)
-                    yield event
-
-    def _settings_for(self, session: str | None) -> Settings:
-        """Return the agent's settings with the compaction that applies to this run."""
-        compaction = self._compaction
-        if compaction is None:
-            compaction = Compaction() if session is not None else False
-        if compaction is False:
-            return self._settings
-        return dataclasses.replace(self._settings, compaction=compaction)
-
     async def compact(
         self,
         history: Sequence[Mapping[str, Any] | Any] | None = None,
@@ -555,71 +489,14 @@ class Agent:
         """
         if (history is None) == (session is None):
             raise ConfigurationError("compact() needs history= or session=, one of them")
-        compaction = self._compaction or Compaction()
-        settings = dataclasses.replace(self._settings, compaction=compaction)
-        async with self._session(session) as (saved, save, archive):
-            run = Run(settings, None, saved or history, None, save, archive=archive)
-            async for _ in run.compact(force=True):
-                pass
-            await run._checkpoint(None)
-            return run.result("completed")
-
-    async def _with_deps(self, settings: Settings, deps: Any) -> Settings:
-        """Return the settings of one run: its ``deps`` and, if callable, its system prompt."""
-        if self._system_prompt is not None:
-            text = await _maybe(self._system_prompt(deps))
-            instruction = system_instruction(text, self._catalog)
-            settings = dataclasses.replace(settings, model=self._model.with_system(instruction))
-        if deps is not None:
-            settings = dataclasses.replace(settings, deps=deps)
-        return settings
-
-    @contextlib.asynccontextmanager
-    async def _session(
-        self, session: str | None
-    ) -> AsyncIterator[
-        tuple[list[dict[str, Any]] | None, Checkpoint | None, list[dict[str, Any]] | None]
-    ]:
-        """Hold ``session``'s lock; give its transcript, how to save it, and its archive."""
-        if session is None:
-            yield None, None, None
-            return
-        from agent._session_lock import session_lock
-        from agent._store import ArchivingStore
-        from agent._transcript import Transcript
-
-        store = self.store
-        # What compaction replaced is kept, so nothing is lost. A store with append_archive
-        # gets only what this run adds, appended before the save that drops it from the
-        # transcript (a crash in between repeats a batch, never loses one); any other store
-        # gets the whole archive in the transcript's metadata on every save.
-        appender = store if isinstance(store, ArchivingStore) else None
-        archive: list[dict[str, Any]] = []
-
-        async def save(contents: list[dict[str, Any]], pending: Request | None) -> None:
-            request = {"request": dict(pending)} if pending is not None else None
-            metadata: dict[str, Any] = {"model": self.model}
-            if appender is not None:
-                if archive:
-                    count = len(archive)
-                    await appender.append_archive(session, archive[:count])
-                    del archive[:count]
-            elif archive:
-                metadata["archive"] = archive
-            transcript = Transcript(contents, pending=request, metadata=metadata)
-            await store.save(session, transcript)
-
-        async with session_lock(store, session):
-            saved = await store.get(session)
-            if saved is not None:
-                # For a store that appends, an archive saved in the metadata before it could
-                # (an older version) moves to its archive on the first save.
-                archive.extend(saved.metadata.get("archive") or [])
-            yield (saved.contents if saved else None), save, archive
+        policy = self._core.compaction
+        if not isinstance(policy, Compaction):
+            policy = Compaction()
+        return await self.plan(history=history, session=session).compact(policy)
 
     async def aclose(self) -> None:
         """Close the HTTP client the agent created (a supplied one is left open)."""
-        await self._model.aclose()
+        await self._core.model.aclose()
 
     async def __aenter__(self) -> Agent:
         return self
@@ -628,28 +505,31 @@ class Agent:
         await self.aclose()
 
 
-def _with_output(config: Mapping[str, Any] | None, spec: OutputSpec) -> dict[str, Any]:
-    """Add the typed result's generation fields to ``config``; refuse a config that sets them."""
-    options = dict(config or {})
-    taken = {"response_mime_type", "response_schema", "response_json_schema"} & set(options)
-    if taken:
+def _client_of(
+    client: genai.Client | ClientSettings | None, legacy: Mapping[str, Any]
+) -> genai.Client | ClientSettings:
+    """Return the client, or the settings to build one, from ``client=`` and flat keywords."""
+    if legacy and client is not None:
         raise ConfigurationError(
-            f"config={{...}} may not set {', '.join(sorted(taken))} together with output_type="
+            "pass the client settings in client=ClientSettings(...), not both ways"
         )
-    return {**options, **spec.config()}
+    if client is None:
+        return ClientSettings(**legacy)
+    return client
 
 
-def _check_options(
-    max_turns: int, malformed_retries: int, empty_retries: int, repeat_limit: int, invalid: str
-) -> None:
-    if max_turns < 1:
-        raise ConfigurationError(f"max_turns must be at least 1, got {max_turns}")
-    if malformed_retries < 0 or empty_retries < 0:
-        raise ConfigurationError("malformed_retries and empty_retries must be 0 or more")
-    if repeat_limit < 2:
-        raise ConfigurationError(f"repeat_limit must be at least 2, got {repeat_limit}")
-    if invalid not in ("skip", "raise"):
-        raise ConfigurationError(f"invalid_tools must be 'skip' or 'raise', got {invalid!r}")
+def _generation(model: str, settings: ModelSettings, shape: RequestShape) -> dict[str, Any] | None:
+    """Return the request's generation config: the shaped options and the typed settings."""
+    return generation_options(
+        model,
+        shape.options,
+        temperature=settings.temperature,
+        max_output_tokens=settings.max_output_tokens,
+        thinking=settings.thinking,
+        include_thoughts=settings.include_thoughts,
+        tool_choice=settings.tool_choice,
+        tool_names=[d["name"] for d in shape.declarations],
+    )
 
 
 def _check_limits(model: str, limits: UsageLimits | None) -> UsageLimits | None:

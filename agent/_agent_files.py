@@ -15,6 +15,7 @@ then the system prompt as the body::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,8 +142,8 @@ def load_agents(
         toolkit: The main toolkit the allow-lists pick from.
         model: The model of agents whose file names none (else the agent default).
         max_depth: Passed to `Agent.as_tool` (its default otherwise).
-        **options: More `Agent` keyword arguments shared by every agent (``api_key``,
-            ``http_client``, ``approval``, ``wait_for``, ...).
+        **options: More `Agent` keyword arguments shared by every agent (``client``,
+            ``limits``, ``approval``, ``wait_for``, ...).
 
     Returns:
         The tools, in file-name order.
@@ -152,6 +153,7 @@ def load_agents(
             names a tool ``toolkit`` does not have.
     """
     from agent._agent import DEFAULT_MODEL, Agent
+    from agent._options import RunLimits
     from agent._subagent import DEFAULT_MAX_DEPTH
 
     files = _agent_paths(path)
@@ -165,7 +167,8 @@ def load_agents(
         seen.add(spec.name)
         settings: dict[str, Any] = {**options}
         if spec.max_turns is not None:
-            settings["max_turns"] = spec.max_turns
+            limits = settings.get("limits") or RunLimits()
+            settings["limits"] = dataclasses.replace(limits, max_turns=spec.max_turns)
         agent = Agent(
             spec.model or model or DEFAULT_MODEL,
             _allowed(base, spec, file),

@@ -22,23 +22,34 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from agent._calls import call_hook
+from agent._capability import Capability, Invocation, Proceed, RunCapability
 from agent.errors import ConfigurationError
-from toolnexus import Answer, ArgumentError, Request, Tool, ToolResult
+from toolnexus import ArgumentError, Request, Tool, ToolResult
 from toolnexus._schema import schema_validator
 
 if TYPE_CHECKING:
-    from agent._calls import HookCaller
+    from agent._state import RunState
     from agent.events import ToolCall
 
+HookCaller = Callable[..., Awaitable[Any]]
+"""``call_hook(name, hook, *args)``: calls a rule (sync or async), wrapping what it raises."""
+
 __all__ = [
+    "ANSWER_SHAPES",
     "APPROVAL",
+    "APPROVE_WORDS",
+    "DENY_WORDS",
+    "Approval",
     "ApprovalPolicy",
+    "MalformedAnswer",
     "Decision",
     "Deny",
     "Rule",
@@ -47,6 +58,7 @@ __all__ = [
     "check_edit",
     "decide_call",
     "denied",
+    "is_approval",
     "read_answer",
     "waiting",
 ]
@@ -139,11 +151,11 @@ async def decide_call(
     )
 
 
-def approval_request(call: ToolCall, args: Mapping[str, Any]) -> Request:
+def approval_request(call: ToolCall, args: Mapping[str, Any], request_id: str) -> Request:
     """Return the `Request` that asks a human to approve ``call`` with ``args``."""
     shown = json.dumps(args, ensure_ascii=False)
     return {
-        "id": f"approval-{uuid.uuid4().hex}",
+        "id": f"approval-{request_id}",
         "kind": APPROVAL,
         "prompt": f"Allow {call.name} {shown}?",
         "data": {"tool": call.name, "args": dict(args)},
@@ -172,19 +184,57 @@ def denied(name: str, reason: str | None, *, by: str = "the user") -> ToolResult
     )
 
 
-def read_answer(answer: Answer) -> tuple[bool, str | None, Any]:
+APPROVE_WORDS = frozenset({"yes", "y", "approve", "approved", "allow"})
+"""Answer data that approves, as a word (case and surrounding spaces do not matter)."""
+DENY_WORDS = frozenset({"no", "n", "deny", "denied", "reject"})
+"""Answer data that refuses, as a word."""
+ANSWER_SHAPES = (
+    '{"ok": true} or {"ok": true, "data": {"approved": true}} to approve (with "args": '
+    '{...} to run it with edited arguments), {"ok": true, "data": {"approved": false, '
+    '"reason": "..."}} or {"ok": false} to refuse; "yes"/"no" as the data also work'
+)
+"""The answer shapes an approval request takes, as error messages name them."""
+
+
+class MalformedAnswer(ValueError):
+    """An answer to an approval request that neither approves nor refuses in a known shape."""
+
+
+def read_answer(answer: Any) -> tuple[bool, str | None, Any]:
     """Return ``(approved, reason, edited args or None)`` from an answer to an approval request.
 
-    ``ok: False`` (declined or expired) is a refusal. ``ok: True`` without ``data`` approves.
+    Only an explicit yes approves: ``ok`` the boolean ``True`` with no data, the data
+    ``{"approved": True}`` (a real boolean), ``True`` or a word of `APPROVE_WORDS`. ``ok:
+    False``, ``{"approved": False}``, ``False`` or a word of `DENY_WORDS` refuse.
+
+    Raises:
+        MalformedAnswer: Anything else (``{"reason": ...}`` alone, ``"maybe"``, ``0``, ``[]``,
+            ``{"approved": "false"}``): it neither approves nor refuses.
     """
+    if not isinstance(answer, Mapping) or not isinstance(answer.get("ok"), bool):
+        raise MalformedAnswer(f"expected an answer mapping with a boolean 'ok': {ANSWER_SHAPES}")
     data = answer.get("data")
-    fields: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
-    reason = fields.get("reason")
-    reason = str(reason) if reason else None
-    if not answer.get("ok"):
+    reason = data.get("reason") if isinstance(data, Mapping) else None
+    if reason is not None and not isinstance(reason, str):
+        raise MalformedAnswer(f"'reason' must be a string: {ANSWER_SHAPES}")
+    if answer["ok"] is False:
         return False, reason or "no answer was given", None
-    approved = bool(fields.get("approved", True))
-    return approved, reason, fields.get("args") if approved else None
+    if data is None or data is True:
+        return True, None, None
+    if data is False:
+        return False, None, None
+    if isinstance(data, str) and data.strip().lower() in APPROVE_WORDS | DENY_WORDS:
+        return data.strip().lower() in APPROVE_WORDS, None, None
+    if isinstance(data, Mapping) and isinstance(data.get("approved"), bool):
+        approved = bool(data["approved"])
+        return approved, reason or None, data.get("args") if approved else None
+    shown = _shown(data)
+    raise MalformedAnswer(f"the answer {shown} neither approves nor refuses: {ANSWER_SHAPES}")
+
+
+def _shown(data: Any) -> str:
+    text = json.dumps(data, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def check_edit(tool: Tool | None, args: Any) -> str | None:
@@ -199,3 +249,70 @@ def check_edit(tool: Tool | None, args: Any) -> str | None:
     except ArgumentError as exc:
         return str(exc)
     return None
+
+
+def is_approval(request: Request) -> bool:
+    """Whether ``request`` asks to approve a call of this run (not one inside a sub-agent)."""
+    return request.get("kind") == APPROVAL and "state" not in request
+
+
+class Approval(Capability):
+    """Asks the `ApprovalPolicy` about each tool call: run it, refuse it, or ask a human."""
+
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        self.policy = policy
+
+    def start(self, run: RunState) -> RunCapability:
+        return _ApprovalRun(self.policy)
+
+
+class _ApprovalRun(RunCapability):
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        self.policy = policy
+
+    async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
+        if invocation.answered is not None:
+            request, answer = invocation.answered
+            if not is_approval(request):  # the tool's own question: the tool takes it
+                return await proceed(invocation)
+            return await _apply(run, invocation, request, answer, proceed)
+        # The rule sees the arguments the tool would run with (after a before-tool hook).
+        call = dataclasses.replace(invocation.call, args=invocation.args)
+        rules = functools.partial(call_hook, run)
+        decision = await decide_call(self.policy, run.toolkit.get(call.name), call, rules)
+        if isinstance(decision, Deny):
+            return denied(call.name, decision.reason, by="the approval policy")
+        if decision == "deny":
+            return denied(call.name, None, by="the approval policy")
+        if decision == "allow":
+            return await proceed(invocation)
+        request = approval_request(call, invocation.args, await run.steps.new_id())
+        if run.wait_for is None:
+            return waiting(request)
+        reply = await call_hook(run, "wait_for", run.wait_for, request)
+        return await _apply(run, invocation, request, reply, proceed)
+
+
+async def _apply(
+    run: RunState, invocation: Invocation, request: Request, answer: Any, proceed: Proceed
+) -> ToolResult:
+    """Apply a human's answer to an approval request: run (maybe with edits) or refuse."""
+    name = invocation.call.name
+    try:
+        approved, reason, edited = read_answer(answer)
+    except MalformedAnswer as exc:
+        return denied(name, f"the answer could not be read ({exc})", by="the approval check")
+    if not approved:
+        return denied(name, reason)
+    if edited is not None:
+        problem = check_edit(run.toolkit.get(name), edited)
+        if problem is not None:
+            message = f"The approved call to {name!r} was edited, but {problem}"
+            return ToolResult(
+                message.rstrip(".") + ". The tool was not run.",
+                is_error=True,
+                metadata={"approval": "invalid-edit"},
+            )
+        invocation.args = dict(edited)
+    invocation.answered = None  # approved: the tool runs afresh
+    return await proceed(invocation)

@@ -15,14 +15,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.genai import types
 
+from agent._capability import Capability, RequestShape, RunCapability
 from agent.errors import ConfigurationError
+from agent.events import CodeExecutionEvent, GroundingEvent
+
+if TYPE_CHECKING:
+    from agent._capability import Vetoed
+    from agent._response import ModelResponse
+    from agent._state import RunState
+    from agent.hooks import ModelRequest
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "BuiltinTools",
     "CodeRun",
     "Grounding",
     "Source",
@@ -163,3 +172,37 @@ def code_runs(content: types.Content | None) -> list[CodeRun]:
 
 def _name(value: Any) -> str:
     return str(getattr(value, "value", value) or "")
+
+
+class BuiltinTools(Capability):
+    """Offers Gemini's own tools beside the toolkit, and reports what they did each turn."""
+
+    def __init__(self, items: Sequence[str | Any]) -> None:
+        self.tools = builtin_tools(items)
+
+    def shape(self, shape: RequestShape) -> None:
+        shape.builtin.extend(self.tools)
+
+    def start(self, run: RunState) -> RunCapability:
+        return _BuiltinRun()
+
+
+class _BuiltinRun(RunCapability):
+    def __init__(self) -> None:
+        self.grounding: Grounding | None = None
+        """What search and URL context grounded, over the run."""
+
+    async def received(
+        self, run: RunState, request: ModelRequest, response: ModelResponse
+    ) -> ModelResponse | Vetoed:
+        turn = run.turns + 1  # reported before the response is counted
+        for code in code_runs(response.content):
+            run.emit(CodeExecutionEvent(turn, code))
+        found = grounding_of(response.raw)
+        if found is not None:
+            self.grounding = found if self.grounding is None else self.grounding + found
+            run.emit(GroundingEvent(turn, found))
+        return response
+
+    def finish(self, run: RunState, fields: dict[str, Any]) -> None:
+        fields["grounding"] = self.grounding

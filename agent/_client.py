@@ -58,7 +58,7 @@ class ClientSettings:
     """The Vertex AI project."""
     location: str | None = None
     """The Vertex AI location."""
-    timeout: float | None = None
+    timeout: float | None = 120.0
     """Seconds per request, or ``None`` for no limit."""
 
 

@@ -29,18 +29,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent._capability import Capability, RunCapability
+from agent._contents import to_contents, to_dict, user_content
 from agent.errors import ConfigurationError
+from agent.events import Compacted
 
 if TYPE_CHECKING:
-    from agent._model import GeminiModel
+    from agent._decide import Step
+    from agent._state import RunState
+    from agent.hooks import ModelRequest
 
 __all__ = [
-    "FALLBACK_INPUT_LIMITS",
     "SUMMARY_PROMPT",
     "Compaction",
+    "Compactor",
+    "compact",
     "estimate_tokens",
     "exchange_starts",
-    "input_limit",
     "prune",
     "summary_text",
 ]
@@ -58,18 +63,6 @@ SUMMARY_PROMPT = (
 
 SUMMARY_HEADER = "[Summary of the earlier conversation]\n"
 """How the summary message starts in the transcript."""
-
-FALLBACK_INPUT_LIMITS = {
-    "gemini-2.5-pro": 1_048_576,
-    "gemini-2.5-flash": 1_048_576,
-    "gemini-2.5-flash-lite": 1_048_576,
-    "gemini-3-flash-preview": 1_048_576,
-    "gemini-3.1-pro-preview": 1_048_576,
-    "gemini-3-pro-preview": 1_048_576,
-}
-"""Input-token limits used when the API's model metadata cannot be read."""
-_DEFAULT_LIMIT = 1_048_576
-_SMALLEST_LIMIT = 32_768  # no Gemini model takes less: smaller requests need no lookup
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,30 +169,89 @@ def summary_text(contents: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-_LIMITS: dict[str, int] = {}
+class Compactor(Capability):
+    """Compacts the transcript before a model call when the request would pass the trigger."""
+
+    def __init__(self, policy: Compaction) -> None:
+        self.policy = policy
+
+    def start(self, run: RunState) -> RunCapability:
+        return _CompactionRun(self.policy)
 
 
-async def input_limit(model: GeminiModel, wanted: int) -> int:
-    """Return the model's input-token limit, read from the API once per process per model.
+class _CompactionRun(RunCapability):
+    def __init__(self, policy: Compaction) -> None:
+        self.policy = policy
 
-    Requests under the smallest Gemini limit never need it: the table's figure is returned
-    for them without a lookup. A lookup that fails falls back to `FALLBACK_INPUT_LIMITS`.
+    async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
+        compacted = await compact(run, self.policy)
+        if compacted is None:
+            return request
+        run.emit(compacted)
+        return run.request()
+
+
+async def compact(run: RunState, policy: Compaction, *, force: bool = False) -> Compacted | None:
+    """Compact ``run``'s transcript when the next request would pass the trigger.
+
+    Prunes large function results of older exchanges first, then replaces older exchanges
+    by a model-written summary if still needed.
+
+    Args:
+        run: The run whose transcript is compacted (in place; replaced Contents go to
+            ``run.archive``).
+        policy: When and how.
+        force: Compact whatever the size (``Agent.compact``).
+
+    Returns:
+        What was done, or ``None`` when nothing was.
     """
-    fallback = FALLBACK_INPUT_LIMITS.get(model.name.removeprefix("models/"), _DEFAULT_LIMIT)
-    if model.name in _LIMITS:
-        return _LIMITS[model.name]
-    if wanted < _SMALLEST_LIMIT:
-        return fallback
-    limit = fallback
-    try:
-        info = await model.clients.genai.aio.models.get(model=model.name)
-        limit = int(info.input_token_limit or fallback)
-    except Exception as exc:  # any failure: the table's figure will do
-        logger.info(
-            "could not read %s's input-token limit (%s); using %d",
-            model.name,
-            type(exc).__name__,
-            limit,
-        )
-    _LIMITS[model.name] = limit
-    return limit
+    before = _estimate(run)
+    trigger = policy.trigger_tokens
+    if trigger is None:
+        trigger = int(policy.trigger_fraction * await run.model.input_limit(before))
+    if before <= trigger and not force:
+        return None
+    dicts = run.transcript()
+    starts = exchange_starts(dicts)
+    keep = policy.keep_recent_turns
+    cut = starts[-keep] if len(starts) > keep else 0
+    pruned_dicts, pruned = prune(dicts, cut, policy.prune_chars)
+    for index, (old, new) in enumerate(zip(dicts, pruned_dicts, strict=True)):
+        if old is not new:
+            run.archive.append(old)
+            run.contents[index] = to_contents([new])[0]
+    after = estimate_tokens(pruned_dicts)
+    summarised = 0
+    if (after > trigger or force) and cut > 0:
+        summary = await _summarise(run, pruned_dicts[:cut])
+        if summary is not None:
+            summarised = len([s for s in starts if s < cut])
+            run.archive.extend(pruned_dicts[:cut])
+            first = to_dict(run.contents[cut])
+            note = {"text": SUMMARY_HEADER + summary}
+            first = {**first, "parts": [note, *first.get("parts", [])]}
+            run.contents = [*to_contents([first]), *run.contents[cut + 1 :]]
+            after = estimate_tokens(run.transcript())
+    if not (pruned or summarised):
+        return None
+    run.sent = (0, 0)
+    return Compacted(before, after, summarised, pruned)
+
+
+def _estimate(run: RunState) -> int:
+    """Estimate the next request's tokens: the last prompt plus what was added since."""
+    prompt, length = run.sent
+    if prompt == 0 or length > len(run.contents):
+        return estimate_tokens(run.transcript())
+    added = [to_dict(content) for content in run.contents[length:]]
+    return prompt + estimate_tokens(added)
+
+
+async def _summarise(run: RunState, old: list[dict[str, Any]]) -> str | None:
+    """Ask the model for a summary of ``old`` (a separate call, counted in usage and limits)."""
+    if run.over_before_call() is not None or run.call_model is None:
+        return None
+    prompt = user_content(SUMMARY_PROMPT + summary_text(old))
+    response = await run.call_model(run.model.summary_request([prompt], run.turns + 1))
+    return response.text or None

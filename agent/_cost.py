@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent._result import Usage
 
-__all__ = ["Cost", "PriceTable", "price_table", "run_cost"]
+__all__ = ["Cost", "PriceTable", "call_usd", "price_table", "run_cost", "with_subagents"]
 
 _PER = 1_000_000
 
@@ -164,3 +164,24 @@ def run_cost(
         model=name,
         prices_date=table.source_date,
     )
+
+
+def call_usd(model: str, usage: Usage) -> float | None:
+    """Return the dollars of one request to ``model`` with ``usage``; ``None`` without a price."""
+    table = price_table()
+    found = table.lookup(model)
+    if found is None:
+        return None
+    return table.turn_cost(found[1], usage)[0]
+
+
+def with_subagents(cost: Cost, children: Iterable[Cost]) -> Cost:
+    """Return ``cost`` with the sub-agents' costs added to its total (their turns stay theirs)."""
+    usd = cost.usd
+    estimated = cost.estimated
+    for child in children:
+        if child.usd is None:
+            continue
+        usd = child.usd if usd is None else usd + child.usd
+        estimated = estimated or child.estimated
+    return Cost(usd, estimated, cost.turns, cost.model, cost.prices_date)

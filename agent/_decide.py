@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agent._classify import Classification, Kind
@@ -76,7 +76,11 @@ class Streaks:
 
 @dataclass(frozen=True, slots=True)
 class AskAgain:
-    """Drop the response and call the model again."""
+    """Call the model again: after dropping the response, or keeping it with feedback."""
+
+    feedback: str | None = None
+    """When set, keep the response and send this user message after it (a typed answer
+    that did not fit its schema); otherwise the response is dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,11 @@ class RunCalls:
 
     calls: list[Call]
     """The calls, in the order the model gave them."""
+    answered: Mapping[int, ToolResult] = field(default_factory=dict)
+    """Calls (by position) answered with this result instead of being run (the typed
+    output's ``final_result``)."""
+    then: Stop | None = None
+    """When set, the run ends with this once the calls have run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,8 @@ class Stop:
     """The limit that ended the run, for ``"incomplete"``."""
     refusal: str | None = None
     """When set, answer the response's calls with this error instead of running them."""
+    output: Any = None
+    """The typed result of a completed run."""
 
 
 Step: TypeAlias = AskAgain | RunCalls | Stop

@@ -135,6 +135,17 @@ def _schema_problems(node: Any, root: Mapping[str, Any], where: str) -> Iterator
     yield from _type_problems(node, where)
     yield from _ref_problems(node, root, where)
     yield from _required_problems(node, where)
+    yield from _child_problems(node, root, where)
+
+
+def _child_problems(
+    node: Mapping[str, Any], root: Mapping[str, Any], where: str
+) -> Iterator[tuple[str, str]]:
+    """Check the subschemas of ``node``: under maps, lists and single keywords."""
+    yield from _list_problems(node, root, where)
+    for key in _SCHEMA_VALUES:
+        if key in node:
+            yield from _schema_problems(node[key], root, f"{where}.{key}")
     for key in _SCHEMA_MAPS:
         children = node.get(key)
         if isinstance(children, Mapping):
@@ -142,6 +153,11 @@ def _schema_problems(node: Any, root: Mapping[str, Any], where: str) -> Iterator
                 yield from _schema_problems(child, root, f"{where}.{key}.{child_name}")
         elif children is not None:
             yield f"{where}.{key}", "must be an object mapping names to schemas"
+
+
+def _list_problems(
+    node: Mapping[str, Any], root: Mapping[str, Any], where: str
+) -> Iterator[tuple[str, str]]:
     for key in _SCHEMA_LISTS:
         children = node.get(key)
         if isinstance(children, list):
@@ -149,9 +165,6 @@ def _schema_problems(node: Any, root: Mapping[str, Any], where: str) -> Iterator
                 yield from _schema_problems(child, root, f"{where}.{key}[{i}]")
         elif children is not None:
             yield f"{where}.{key}", "must be a list of schemas"
-    for key in _SCHEMA_VALUES:
-        if key in node:
-            yield from _schema_problems(node[key], root, f"{where}.{key}")
 
 
 def _value_problems(node: Mapping[Any, Any], where: str) -> Iterator[tuple[str, str]]:

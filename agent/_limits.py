@@ -19,12 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from agent._capability import Capability, RunCapability
+from agent._decide import RunCalls, Stop
 from agent.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from agent._decide import Step
+    from agent._response import ModelResponse
     from agent._result import Limit, Usage
+    from agent._state import RunState
+    from agent.hooks import ModelRequest
 
-__all__ = ["Spent", "UsageLimits", "over_after_turn", "over_before_call"]
+__all__ = ["Budget", "Spent", "UsageLimits", "over_after_turn", "over_before_call"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +117,31 @@ def over_after_turn(limits: UsageLimits | None, spent: Spent, new_calls: int) ->
     if limits.tool_calls is not None and spent.tool_calls + new_calls > limits.tool_calls:
         return "usage:tool_calls"
     return None
+
+
+class Budget(Capability):
+    """Stops a run at its usage limits, and at every limit of the runs it is nested in.
+
+    A sub-agent's calls count against its parent's limits as they happen, so a parent's
+    ``UsageLimits(requests=3)`` holds for the whole tree; the sub-agent's own limits bind its
+    own run (and its own sub-agents) on top.
+    """
+
+    def start(self, run: RunState) -> RunCapability | None:
+        return _BudgetRun() if next(run.limit_chain(), None) is not None else None
+
+
+class _BudgetRun(RunCapability):
+    async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
+        over = run.over_before_call()
+        if over is None:
+            return request
+        return Stop("incomplete", keep=False, limit=over)  # the call is not made
+
+    async def review(self, run: RunState, response: ModelResponse, step: Step) -> Step:
+        if not isinstance(step, RunCalls):
+            return step
+        over = run.over_after_turn(len(step.calls))
+        if over is None:
+            return step
+        return Stop("incomplete", limit=over, refusal=f"Not run: the run reached its {over} limit.")

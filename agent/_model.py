@@ -14,8 +14,9 @@ failure means). They, and only they, import ``google.genai``.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._api_errors import translate, unreadable
 from agent._client import Clients, ClientSettings, api_key_of, build_client
@@ -29,13 +30,65 @@ from agent.hooks import ModelRequest
 if TYPE_CHECKING:
     from google import genai
 
-__all__ = ["GeminiModel"]
+__all__ = ["GeminiModel", "Model"]
+
+logger = logging.getLogger("agent")
+
+_FALLBACK_INPUT_LIMIT = 1_048_576
+"""The input-token limit assumed when the API's model metadata cannot be read (every
+current Gemini model takes 1,048,576)."""
+_SMALLEST_LIMIT = 32_768
+"""No Gemini model takes less: a request below it needs no lookup."""
+_INPUT_LIMITS: dict[str, int] = {}
+"""Input-token limits read from the API, per model name, once per process."""
+
+
+class Model(Protocol):
+    """What a run needs from a model: the seam every model call goes through.
+
+    `GeminiModel` is the implementation on the ``google-genai`` SDK; a batch-job model or a
+    fallback chain are others. Code outside the seam never touches SDK objects: it builds
+    requests with `request` and `summary_request` and reads `ModelResponse` values.
+    """
+
+    name: str
+    """The model name sent with every request."""
+    vertex: bool
+    """Whether the model is reached through Vertex AI (for tracing's provider name)."""
+
+    def request(self, contents: list[Content], turn: int) -> ModelRequest:
+        """Return the request of model turn ``turn`` over ``contents``."""
+        ...
+
+    def summary_request(self, contents: list[Content], turn: int) -> ModelRequest:
+        """Return a request over ``contents`` with no system instruction, tools or tool config."""
+        ...
+
+    def call(
+        self, request: ModelRequest, *, stream: bool
+    ) -> AsyncGenerator[TextEvent | ThoughtEvent | ModelResponse, None]:
+        """Make one model call; yield its pieces, then one `ModelResponse`."""
+        ...
+
+    def parse(self, raw: Any) -> ModelResponse:
+        """Read a raw response object (an after-model hook's replacement)."""
+        ...
+
+    async def input_limit(self, wanted: int) -> int:
+        """Return the model's input-token limit (``wanted``: the size about to be sent)."""
+        ...
+
+    async def upload_over_limit(self, content: Content) -> Content:
+        """Move the largest inline parts of a prompt over the inline limit elsewhere."""
+        ...
 
 
 class GeminiModel:
     """One Gemini model on one client, with the config every request of an agent carries."""
 
     def __init__(self, name: str, config: Config, clients: Clients) -> None:
+        self.vertex = bool(clients.genai.vertexai)
+        """Whether the client talks to Vertex AI."""
         self.name = name
         """The model name sent with every request (verbatim)."""
         self.config = config
@@ -95,6 +148,46 @@ class GeminiModel:
         """Return the request for model turn ``turn`` (1-based) over ``contents``."""
         return ModelRequest(self.name, contents, self.config, turn)
 
+    def summary_request(self, contents: list[Content], turn: int) -> ModelRequest:
+        """Return a request over ``contents`` without system instruction, tools or tool config.
+
+        The agent's generation settings stay (a compaction summary is asked for this way).
+        """
+        config = self.config.model_copy(
+            update={"tools": None, "tool_config": None, "system_instruction": None}
+        )
+        return ModelRequest(self.name, contents, config, turn)
+
+    async def input_limit(self, wanted: int) -> int:
+        """Return the model's input-token limit, read from the API once per process.
+
+        A request under the smallest Gemini limit never needs it, so none is read for it;
+        a lookup that fails falls back to 1,048,576 (every current Gemini model's).
+
+        Args:
+            wanted: The size of the request about to be sent, in tokens.
+
+        Returns:
+            The input-token limit.
+        """
+        if self.name in _INPUT_LIMITS:
+            return _INPUT_LIMITS[self.name]
+        if wanted < _SMALLEST_LIMIT:
+            return _FALLBACK_INPUT_LIMIT
+        limit = _FALLBACK_INPUT_LIMIT
+        try:
+            info = await self.clients.genai.aio.models.get(model=self.name)
+            limit = int(info.input_token_limit or limit)
+        except Exception as exc:  # any failure: the common figure will do
+            logger.info(
+                "could not read %s's input-token limit (%s); using %d",
+                self.name,
+                type(exc).__name__,
+                limit,
+            )
+        _INPUT_LIMITS[self.name] = limit
+        return limit
+
     async def call(
         self, request: ModelRequest, *, stream: bool
     ) -> AsyncGenerator[TextEvent | ThoughtEvent | ModelResponse, None]:
@@ -136,12 +229,7 @@ class GeminiModel:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
             raise CallFailed(failure)
-        try:
-            response = parse(raw)
-        except ValueError as exc:
-            failure = unreadable(exc)
-        if failure is not None:
-            raise CallFailed(failure)
+        response = _parsed(raw)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)
@@ -166,6 +254,16 @@ class GeminiModel:
         """Close the HTTP client the agent created (a supplied one is left open)."""
         if self.clients.http is not None:
             await self.clients.http.aclose()
+
+
+def _parsed(raw: Any) -> ModelResponse:
+    """Read a response; one the SDK cannot read is a failed call, not a crash."""
+    failure = None
+    try:
+        return parse(raw)
+    except ValueError as exc:
+        failure = unreadable(exc)
+    raise CallFailed(failure)
 
 
 def _piece(text: str, thought: bool, turn: int) -> TextEvent | ThoughtEvent:

@@ -22,16 +22,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agent._capabilities import accepts_schema_with_tools
+from agent._capability import Capability, RequestShape, RunCapability
+from agent._decide import AskAgain, RunCalls, Stop
 from agent.errors import ConfigurationError
+from toolnexus import ToolResult
+
+if TYPE_CHECKING:
+    from agent._decide import Step
+    from agent._response import ModelResponse
+    from agent._state import RunState
 
 __all__ = [
     "Accept",
     "OutputMode",
     "OutputSpec",
     "Reject",
+    "TypedOutput",
     "Verdict",
     "output_spec",
 ]
@@ -202,3 +211,93 @@ def output_spec(
 Verdict: TypeAlias = Accept | Reject
 
 """What checking an answer gives."""
+
+
+class TypedOutput(Capability):
+    """Asks for a typed result (``Agent(output_type=...)``) and checks each final answer.
+
+    In tool mode, a turn that calls the output function beside other functions runs the
+    other calls first, then ends with the output (every call is in ``result.tool_calls``).
+    """
+
+    def __init__(self, output_type: Any, mode: str, retries: int) -> None:
+        self.output_type = output_type
+        self.mode = mode
+        self.retries = retries
+        self.spec: OutputSpec | None = None
+        """The resolved output, once the agent's request is shaped."""
+
+    def shape(self, shape: RequestShape) -> None:
+        spec = output_spec(
+            self.output_type,
+            self.mode,
+            self.retries,
+            model=shape.model,
+            has_tools=bool(shape.declarations),
+            tool_names=frozenset(shape.toolkit.names),
+        )
+        if spec.mode == "tool":
+            shape.declarations.append(spec.declaration())
+        taken = {"response_mime_type", "response_schema", "response_json_schema"}
+        taken &= set(shape.options)
+        if taken:
+            raise ConfigurationError(
+                f"config={{...}} may not set {', '.join(sorted(taken))} together with output_type="
+            )
+        shape.options.update(spec.config())
+        self.spec = spec
+
+    def start(self, run: RunState) -> RunCapability:
+        assert self.spec is not None, "the agent shapes its request before any run"
+        return _OutputRun(self.spec)
+
+
+class _OutputRun(RunCapability):
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+        self.rejects = 0
+        """Invalid answers sent back so far."""
+
+    async def review(self, run: RunState, response: ModelResponse, step: Step) -> Step:
+        spec = self.spec
+        if isinstance(step, RunCalls) and spec.mode == "tool":
+            outputs = [i for i, call in enumerate(step.calls) if call.name == spec.tool_name]
+            if outputs:
+                return self._output_call(response, step, outputs)
+        if isinstance(step, Stop) and step.status == "completed":
+            if spec.mode == "native":
+                verdict = spec.check_text(response.text)
+            else:
+                verdict = Reject(
+                    f"Give your final answer by calling `{spec.tool_name}` with it as the "
+                    "arguments, not as text."
+                )
+            if isinstance(verdict, Accept):
+                return Stop("completed", text=response.text, output=verdict.value)
+            if self._spent():
+                return Stop("incomplete", text=response.text, limit="invalid_output")
+            return AskAgain(feedback=verdict.feedback)
+        return step
+
+    def _output_call(self, response: ModelResponse, step: RunCalls, outputs: list[int]) -> Step:
+        """Answer the output call(s); the turn's other calls still run."""
+        first, *extra = outputs
+        verdict = self.spec.check_call(step.calls[first].args)
+        answered = {i: ToolResult("Only the first final result counts.", True) for i in extra}
+        then: Stop | None
+        if isinstance(verdict, Accept):
+            answered[first] = ToolResult("Final result accepted.")
+            then = Stop("completed", text=response.text, output=verdict.value)
+        else:
+            answered[first] = ToolResult(verdict.feedback, is_error=True)
+            spent = self._spent()
+            then = Stop("incomplete", text=response.text, limit="invalid_output") if spent else None
+        return RunCalls(step.calls, answered=answered, then=then)
+
+    def _spent(self) -> bool:
+        """Count one more invalid answer; tell whether the re-asks are used up."""
+        self.rejects += 1
+        return self.rejects > self.spec.retries
+
+    def finish(self, run: RunState, fields: dict[str, Any]) -> None:
+        fields["output_json"] = self.spec.dump(fields.get("output"))

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from agent.events import ToolCall
     from toolnexus import ToolResult
 
-__all__ = ["CONTENT_VARIABLE", "ModelSpan", "RunTrace"]
+__all__ = ["CONTENT_VARIABLE", "ModelSpan", "RunTrace", "tracing_on"]
 
 T = TypeVar("T")
 
@@ -228,3 +228,11 @@ def _fail(span: Any, exc: Exception) -> None:
     code = getattr(exc, "status", None) or type(exc).__name__
     span.set_attribute("error.type", str(code))
     span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__name__))
+
+
+def tracing_on() -> bool:
+    """Tell whether spans would be recorded: OpenTelemetry is there and a provider is set."""
+    if trace is None:
+        return False  # type: ignore[unreachable]
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)

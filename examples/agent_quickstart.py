@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import toolnexus as tn
-from agent import Agent, ModelError
+from agent import Agent, ClientSettings, ModelError
 from agent.events import DoneEvent, RetryEvent, TextEvent, ToolCallEvent, ToolResultEvent
 
 HERE = Path(__file__).resolve().parent
@@ -55,17 +55,22 @@ def offline_agent(tk: tn.Toolkit) -> Agent:
             reply("Hello, world! The hello-world skill is loaded, and Paris is sunny at 21 C."),
         ]
     )
-    return Agent(toolkit=tk, api_key="offline-demo", http_client=fake.http_client())
+    return Agent(
+        toolkit=tk, client=ClientSettings(api_key="offline-demo", http_client=fake.http_client())
+    )
 
 
-async def main() -> int:
+def choose_agent() -> Agent:
     tk = build_toolkit()
     if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
-        agent = Agent(model="gemini-2.5-flash", toolkit=tk, system_prompt="Be brief.")
         print("Using the real Gemini API.")
-    else:
-        agent = offline_agent(tk)
-        print("No API key found: running against the offline fake Gemini.")
+        return Agent(model="gemini-2.5-flash", toolkit=tk, system_prompt="Be brief.")
+    print("No API key found: running against the offline fake Gemini.")
+    return offline_agent(tk)
+
+
+async def main(agent: Agent | None = None) -> int:
+    agent = agent or choose_agent()
 
     prompt = "Use the hello-world skill, then tell me the weather in Paris."
     try:

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import toolnexus as tn
-from agent import Agent, ApprovalPolicy
+from agent import Agent, ApprovalPolicy, ClientSettings
 from agent.testing import FakeGemini, function_call, reply
 from toolnexus import Answer, Request
 
@@ -44,8 +44,7 @@ def main() -> None:
             toolkit=tn.build(root=root),
             approval=ApprovalPolicy(tools={"write": "ask", "bash": "ask"}),
             wait_for=reviewer,
-            api_key="offline",
-            http_client=fake.http_client(),
+            client=ClientSettings(api_key="offline", http_client=fake.http_client()),
         )
         result = agent.run_sync("Greet the world in hello.txt and set KEY in .env")
         for call in result.tool_calls:

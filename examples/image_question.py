@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 
 MODEL = "gemini-3-flash-preview"
 # A 1x1 red PNG, so the example needs no file on disk.
@@ -40,7 +40,9 @@ def offline_agent() -> Agent:
     fake = FakeGemini(
         [function_call("swatch"), "Both are the same red: the photo matches the swatch."]
     )
-    return Agent(MODEL, TOOLS, api_key="offline-demo", http_client=fake.http_client())
+    return Agent(
+        MODEL, TOOLS, client=ClientSettings(api_key="offline-demo", http_client=fake.http_client())
+    )
 
 
 async def main() -> None:

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 from agent.testing import FakeGemini, function_call
 from toolnexus import ToolContext
 
@@ -46,8 +46,7 @@ async def main() -> None:
     agent = Agent(
         toolkit=tn.toolkit([my_orders]),
         system_prompt=instructions,
-        api_key="offline",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="offline", http_client=fake.http_client()),
     )
     customers = [Customer("Ada", ["kettle"]), Customer("Bob", ["lamp", "rug"])]
     results = await asyncio.gather(

@@ -15,7 +15,7 @@ import asyncio
 import os
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 
 MODEL = "gemini-3-flash-preview"
 
@@ -47,8 +47,7 @@ def offline_agent(tk: tn.Toolkit) -> Agent:
         MODEL,
         tk,
         builtin_tools=["google_search"],
-        api_key="offline-demo",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="offline-demo", http_client=fake.http_client()),
     )
 
 

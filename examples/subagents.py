@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import toolnexus as tn
-from agent import Agent, load_agents
+from agent import Agent, ClientSettings, load_agents
 from agent.events import DoneEvent, SubAgentEvent, ToolCallEvent
 from agent.testing import FakeGemini, function_call, reply
 
@@ -47,8 +47,10 @@ async def main() -> None:
     fake = FakeGemini(play)
     http = fake.http_client()
     tools = tn.build(builtins={"tools": {"bash": False, "write": False, "webfetch": False}})
-    helpers = load_agents(HERE / "subagents", toolkit=tools, api_key="offline", http_client=http)
-    lead = Agent(toolkit=tn.toolkit(helpers), api_key="offline", http_client=http)
+    helpers = load_agents(HERE / "subagents", toolkit=tools, client=ClientSettings(api_key="offline", http_client=http))
+    lead = Agent(
+        toolkit=tn.toolkit(helpers), client=ClientSettings(api_key="offline", http_client=http)
+    )
     async for event in lead.stream("Find the example skill's name and critique our pitch."):
         if isinstance(event, ToolCallEvent):
             print(f"lead -> {event.call.name}")

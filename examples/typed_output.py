@@ -17,7 +17,7 @@ import os
 import pydantic
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 
 MODEL = "gemini-3-flash-preview"
 
@@ -44,7 +44,10 @@ def offline_agent(tk: tn.Toolkit) -> Agent:
         ]
     )
     return Agent(
-        MODEL, tk, output_type=Forecast, api_key="offline-demo", http_client=fake.http_client()
+        MODEL,
+        tk,
+        output_type=Forecast,
+        client=ClientSettings(api_key="offline-demo", http_client=fake.http_client()),
     )
 
 

@@ -14,7 +14,7 @@ import statistics
 import time
 from typing import Any
 
-from agent import Agent, Compaction
+from agent import Agent, ClientSettings, Compaction
 from agent._compaction import SUMMARY_PROMPT
 from agent.events import Compacted
 from agent.testing import FakeGemini, function_call
@@ -41,9 +41,8 @@ async def main() -> None:
     fake = FakeGemini(model, sign_text=True)
     agent = Agent(
         toolkit=toolkit([fetch]),
-        api_key="bench",
-        http_client=fake.http_client(),
         compaction=Compaction(trigger_tokens=6_000, keep_recent_turns=3),
+        client=ClientSettings(api_key="bench", http_client=fake.http_client()),
     )
     latency: list[float] = []
     size: list[int] = []

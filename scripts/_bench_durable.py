@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent import ClientSettings
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -71,7 +73,10 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
 
     fake = FakeGemini(_pair_model)
     with fake.serve() as server:
-        agent = Agent(toolkit=tn.toolkit([lookup]), base_url=server.base_url, api_key="bench-key")
+        agent = Agent(
+            toolkit=tn.toolkit([lookup]),
+            client=ClientSettings(base_url=server.base_url, api_key="bench-key"),
+        )
         sides = {
             "in_process": None,
             "durable": DurableAgent(agent, name="bench_pair"),

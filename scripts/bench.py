@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent import ClientSettings
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
@@ -126,7 +128,11 @@ def declarations(scenario: str, base_url: str, folder: Path) -> Path:
     toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        agent = Agent(model=sc.MODEL, toolkit=toolkit, api_key="bench", base_url=base_url)
+        agent = Agent(
+            model=sc.MODEL,
+            toolkit=toolkit,
+            client=ClientSettings(api_key="bench", base_url=base_url),
+        )
     path = folder / f"decls-{scenario}.json"
     path.write_text(json.dumps(list(agent.declarations)), encoding="utf-8")
     return path

@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import inspect
+import json
 import os
 import re
 import socket
@@ -38,6 +40,7 @@ from agent.cli import _engine_flags
 from agent.cli._exits import EXIT_OK, CliError
 from agent.cli._options import read_system
 from agent.cli._records import crashed_record, result_record
+from agent.cli.run import with_files
 from agent.dbos import DbosSteps, run_durably
 from agent.errors import RunError
 
@@ -166,8 +169,15 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             "only; choose one with --name"
         )
     _check_limits(args)
+    if args.budget_usd is not None:
+        raise CliError(
+            "batch: --budget-usd is kept by the local runner, which sees every task's cost as "
+            "it is recorded; with --engine dbos, limit the batch with --concurrency or run it "
+            "locally"
+        )
     url = db_url(args.db)
     system = read_system(args.system)
+    output_schema = _output_schema(args.output_schema)
     task_queue, model_queue = queues(batch)
     with client(url) as dbos:
         dbos.register_queue(
@@ -203,6 +213,13 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "system": task.system if task.system is not None else system,
                         "max_turns": task.max_turns or args.max_turns,
                         "model_queue": model_queue if args.rpm is not None else None,
+                        # Carried with the task, so every worker applies what the local
+                        # runner would, whatever its own command line says.
+                        "files": [str(Path(name).resolve()) for name in task.files],
+                        "allow": list(task.allow),
+                        "approval": args.approval,
+                        "output_schema": output_schema,
+                        "deps": args.deps,
                     }
                     options: EnqueueOptions = {
                         "workflow_name": TASK_WORKFLOW,
@@ -225,6 +242,22 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     return EXIT_OK
 
 
+def _output_schema(spec: str | None) -> dict[str, Any] | None:
+    """Return the JSON Schema of ``--output-schema`` (a file, or a type resolved here)."""
+    from agent.cli.run import load_output_type
+
+    output_type = load_output_type(spec)
+    if output_type is None or isinstance(output_type, dict):
+        return output_type
+    import pydantic
+
+    try:
+        schema: dict[str, Any] = pydantic.TypeAdapter(output_type).json_schema()
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        raise CliError(f"--output-schema: {spec} cannot be described as JSON: {exc}") from None
+    return schema
+
+
 def _check_limits(args: argparse.Namespace) -> None:
     if args.worker_concurrency is not None and not (
         1 <= args.worker_concurrency <= args.concurrency
@@ -239,6 +272,11 @@ def _check_limits(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- workers
 
 
+async def maybe(value: Any) -> Any:
+    """Await ``value`` when a ``--deps`` factory returned an awaitable."""
+    return await value if inspect.isawaitable(value) else value
+
+
 class WorkerRuntime:
     """What the task workflow needs in a worker: the agents, built from the worker's flags."""
 
@@ -248,16 +286,54 @@ class WorkerRuntime:
     def __init__(self, factory: AgentFactory, toolkit: Toolkit) -> None:
         self.factory = factory
         self.toolkit = toolkit
-        self._agents: dict[tuple[str | None, str | None, int | None], Agent] = {}
+        self._agents: dict[tuple[Any, ...], Agent] = {}
+        self._deps: dict[str, Any] = {}
 
     def agent_for(self, task: Mapping[str, Any]) -> Agent:
-        """Return the agent for a task's model, system prompt and turn limit (shared)."""
-        key = (task["model"], task["system"], task["max_turns"])
+        """Return the agent for a task's settings (tasks with the same ones share it)."""
+        from agent.cli._approval import cli_policy
+
+        allow = tuple(task.get("allow") or ())
+        approval = task.get("approval") or "ask"
+        schema = task.get("output_schema")
+        key = (
+            task["model"],
+            task["system"],
+            task["max_turns"],
+            allow,
+            approval,
+            json.dumps(schema, sort_keys=True),
+        )
         if key not in self._agents:
+            # Nobody answers in a batch: a call that would ask is refused, unless allowed.
+            policy = cli_policy(approval, self.toolkit, allow=allow, unattended=True)
             self._agents[key] = self.factory.make(
-                self.toolkit, model=key[0], system=key[1], max_turns=key[2]
+                self.toolkit,
+                model=task["model"],
+                system=task["system"],
+                max_turns=task["max_turns"],
+                approval=policy,
+                output_type=schema,
             )
         return self._agents[key]
+
+    def deps_of(self, task: Mapping[str, Any]) -> Any:
+        """Return the task's ``deps`` from the batch's ``--deps`` factory (imported once)."""
+        spec = task.get("deps")
+        if spec is None:
+            return None
+        from agent.cli.batch import Task, load_deps_factory
+
+        if spec not in self._deps:
+            self._deps[spec] = load_deps_factory(spec)
+        factory = self._deps[spec]
+        fields = ("id", "prompt", "model", "system", "max_turns")
+        one = Task(
+            **{name: task[name] for name in fields},
+            files=tuple(task.get("files") or ()),
+            allow=tuple(task.get("allow") or ()),
+        )
+        return factory(one) if factory is not None else None
 
 
 async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +346,9 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     start = await steps.now()
     try:
         agent = runtime.agent_for(task)
-        result = await run_durably(agent, task["prompt"], steps=steps, publish=False)
+        deps = await maybe(runtime.deps_of(task))
+        prompt = with_files(task["prompt"], list(task.get("files") or ()))
+        result = await run_durably(agent, prompt, steps=steps, publish=False, deps=deps)
         error = None
     except RunError as exc:
         result, error = exc.result, str(exc)

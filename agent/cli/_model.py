@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
 
-__all__ = ["AgentFactory", "open_agents", "open_factory"]
+__all__ = ["AgentFactory", "make_agent", "open_agents", "open_factory"]
 
 NO_KEY = (
     "toolnexus-agent: no Gemini API key. Set GEMINI_API_KEY (or GOOGLE_API_KEY) in the "
@@ -48,50 +49,84 @@ class AgentFactory:
     builtin_tools: tuple[str, ...] = ()
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
 
-    def make(
-        self,
-        toolkit: Toolkit,
-        *,
-        model: str | None = None,
-        system: str | None = None,
-        max_turns: int | None = None,
-        wait_for: Asker | None = None,
-        store: Store | None = None,
-        output_type: Any = None,
-        approval: ApprovalPolicy | None = None,
-    ) -> Agent:
-        """Return an `Agent` on the shared client.
+    def make(self, toolkit: Toolkit, *, model: str | None = None, **options: Any) -> Agent:
+        """Return an `Agent` on the shared client (see `make_agent` for the options).
 
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
         """
-        from agent import Agent, RetryPolicy
-
-        # A scripted model's failures are worth showing, not waiting for.
-        quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1) if self.fake else None
-        try:
-            return Agent(
-                model or self.model,
-                toolkit,
-                system_prompt=system,
-                max_turns=max_turns or 50,
-                wait_for=wait_for,
-                http_client=self.http,
-                api_key=self.api_key,
-                store=store,
-                retry=quick,
-                output_type=output_type,
-                approval=approval,
-                builtin_tools=self.builtin_tools,
-            )
-        except ConfigurationError as exc:
-            raise CliError(f"toolnexus-agent: {exc}") from None
+        return make_agent(
+            toolkit,
+            http=self.http,
+            api_key=self.api_key,
+            scripted=self.fake is not None,
+            model=model or self.model,
+            builtin_tools=self.builtin_tools,
+            **options,
+        )
 
     def report(self, err: TextIO) -> None:
         """Tell on ``err`` what a ``--fake`` scenario found wrong (failed expectations, ...)."""
         if self.fake is not None:
             for failure in self.fake.failures:
                 err.write(f"fake model: {failure}\n")
+
+
+def make_agent(
+    toolkit: Toolkit,
+    *,
+    http: httpx.AsyncClient,
+    api_key: str | None,
+    scripted: bool,
+    model: str,
+    system: str | None = None,
+    max_turns: int | None = None,
+    wait_for: Asker | None = None,
+    store: Store | None = None,
+    output_type: Any = None,
+    approval: ApprovalPolicy | None = None,
+    builtin_tools: Sequence[str] = (),
+) -> Agent:
+    """Return the `Agent` of a command: every subcommand's agents are made here.
+
+    Args:
+        toolkit: The tools.
+        http: The HTTP client to send on (to Gemini, or to a fake).
+        api_key: The key; ``None`` lets the SDK read the environment.
+        scripted: The model is a ``--fake`` scenario: failures are retried quickly.
+        model: The model name.
+        system: The system prompt (``--system``), if any.
+        max_turns: ``--max-turns``; ``None`` for the agent's default.
+        wait_for: Answers questions and approvals on the terminal, if any.
+        store: Where ``--session`` conversations are kept.
+        output_type: The typed output (``--output-schema``), if any.
+        approval: The approval policy (``--approval``), if any.
+        builtin_tools: Gemini's own tools (``--builtin-tool``).
+
+    Raises:
+        CliError: The agent's options are wrong (its `ConfigurationError`).
+    """
+    from agent import Agent, ClientSettings, RetryPolicy, RunLimits
+
+    limits = RunLimits() if max_turns is None else RunLimits(max_turns=max_turns)
+    if scripted:  # a scripted model's failures are worth showing, not waiting for
+        quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1)
+        limits = dataclasses.replace(limits, retry=quick)
+    try:
+        return Agent(
+            model,
+            toolkit,
+            system_prompt=system,
+            limits=limits,
+            client=ClientSettings(api_key=api_key, http_client=http),
+            wait_for=wait_for,
+            store=store,
+            output_type=output_type,
+            approval=approval,
+            builtin_tools=builtin_tools,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"toolnexus-agent: {exc}") from None
 
 
 def _has_key() -> bool:
@@ -161,7 +196,7 @@ def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Too
     directory = getattr(args, "agents", None)
     if directory is None:
         return toolkit
-    from agent import load_agents
+    from agent import ClientSettings, load_agents
     from agent.cli._approval import cli_policy
     from toolnexus import Toolkit
 
@@ -173,8 +208,7 @@ def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Too
             directory,
             toolkit=toolkit,
             model=factory.model,
-            api_key=factory.api_key,
-            http_client=factory.http,
+            client=ClientSettings(api_key=factory.api_key, http_client=factory.http),
             approval=policy,
         )
     except ConfigurationError as exc:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
-from agent.cli._model import AgentFactory, open_factory
+from agent.cli._model import AgentFactory, make_agent, open_factory
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 from agent.cli.batch import (
@@ -326,18 +326,11 @@ class _Runner:
         key: str | None,
         **settings: Any,
     ) -> Agent:
-        from agent import DEFAULT_MODEL, Agent, RetryPolicy
+        from agent import DEFAULT_MODEL
 
-        quick = RetryPolicy(attempts=3, initial_backoff=0.1, jitter=0.1) if key else None
-        return Agent(
-            settings.pop("model") or DEFAULT_MODEL,
-            toolkit,
-            system_prompt=settings.pop("system"),
-            max_turns=settings.pop("max_turns") or 50,
-            http_client=http,
-            api_key=key,
-            retry=quick,
-            **settings,
+        model = settings.pop("model") or DEFAULT_MODEL
+        return make_agent(
+            toolkit, http=http, api_key=key, scripted=key is not None, model=model, **settings
         )
 
     async def _judge(self, case: EvalCase, text: str) -> Check:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import copyreg
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, SetWorkflowID
 
-from agent._loop import Run
 from agent.dbos._steps import DEFAULT_ANSWER_TIMEOUT, DbosSteps
 from agent.errors import AgentError, ConfigurationError
 from agent.events import DoneEvent
@@ -17,8 +15,7 @@ from agent.events import DoneEvent
 if TYPE_CHECKING:
     from dbos import WorkflowHandleAsync
 
-    from agent import Agent
-    from agent._result import RunResult
+    from agent import Agent, Prompt, RunResult
 
 __all__ = ["EVENTS_STREAM", "DurableAgent", "run_durably"]
 
@@ -30,11 +27,12 @@ _names: set[str] = set()
 
 async def run_durably(
     agent: Agent,
-    prompt: str | None,
+    prompt: Prompt | None,
     *,
     history: Sequence[Mapping[str, Any]] | None = None,
     steps: DbosSteps | None = None,
     publish: bool = True,
+    deps: Any = None,
 ) -> RunResult:
     """Run ``agent``'s loop with DBOS steps; call it from inside a DBOS workflow.
 
@@ -50,6 +48,8 @@ async def run_durably(
         steps: The DBOS steps to use (their answer timeout, rate-limit queue).
         publish: Write the events to the stream (``False`` saves a database write per
             event when nobody follows them).
+        deps: The run's data, as for `Agent.run` (tools get it; a callable system prompt
+            is built from it).
 
     Returns:
         The run's `RunResult`.
@@ -59,10 +59,9 @@ async def run_durably(
     """
     steps = steps or DbosSteps()
     steps.toolkit = agent.toolkit  # whose tools say whether they are idempotent
-    settings = dataclasses.replace(agent._settings, steps=steps, wait_for=None)
     result: RunResult | None = None
     try:
-        async for event in Run(settings, prompt, history, None).events():
+        async for event in agent.plan(prompt, history=history, steps=steps, deps=deps).events():
             if publish:
                 await DBOS.write_stream_async(EVENTS_STREAM, event)
             if isinstance(event, DoneEvent):
@@ -132,11 +131,11 @@ class DurableAgent:
         """Whether runs write their events for `agent.dbos.follow`."""
 
         async def workflow(
-            prompt: str | None, history: list[dict[str, Any]] | None = None
+            prompt: str | None, history: list[dict[str, Any]] | None = None, deps: Any = None
         ) -> RunResult:
             steps = DbosSteps(answer_timeout=self.answer_timeout)
             return await run_durably(
-                self.agent, prompt, history=history, steps=steps, publish=self.events
+                self.agent, prompt, history=history, steps=steps, publish=self.events, deps=deps
             )
 
         workflow.__qualname__ = workflow.__name__ = f"toolnexus_agent_{name}"
@@ -151,6 +150,7 @@ class DurableAgent:
         *,
         run_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        deps: Any = None,
     ) -> WorkflowHandleAsync[RunResult]:
         """Start a run as a workflow and return its handle at once.
 
@@ -161,15 +161,17 @@ class DurableAgent:
             prompt: The user message (optional when continuing ``history``).
             run_id: The workflow id (default: one DBOS makes up).
             history: An earlier conversation to continue (``result.contents``).
+            deps: The run's data, as for `Agent.run`; DBOS records it with the workflow
+                (pickled), so it must be picklable and is restored after a crash.
 
         Returns:
             The workflow handle; ``await handle.get_result()`` gives the `RunResult`.
         """
         contents = [dict(content) for content in history] if history is not None else None
         if run_id is None:
-            return await DBOS.start_workflow_async(self._workflow, prompt, contents)
+            return await DBOS.start_workflow_async(self._workflow, prompt, contents, deps)
         with SetWorkflowID(run_id):
-            return await DBOS.start_workflow_async(self._workflow, prompt, contents)
+            return await DBOS.start_workflow_async(self._workflow, prompt, contents, deps)
 
     async def run(
         self,
@@ -177,6 +179,7 @@ class DurableAgent:
         *,
         run_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        deps: Any = None,
     ) -> RunResult:
         """Run the agent as a DBOS workflow whose id is ``run_id``; return its `RunResult`.
 
@@ -187,6 +190,7 @@ class DurableAgent:
             prompt: The user message (optional when continuing ``history``).
             run_id: The workflow id (default: one DBOS makes up).
             history: An earlier conversation to continue (``result.contents``).
+            deps: The run's data (picklable), as for `start`.
 
         Returns:
             The `RunResult`: ``"pending"`` only when a question went unanswered for
@@ -195,7 +199,7 @@ class DurableAgent:
         Raises:
             RunError: As `Agent.run` raises it (`ModelError`, `HookError`).
         """
-        handle = await self.start(prompt, run_id=run_id, history=history)
+        handle = await self.start(prompt, run_id=run_id, history=history, deps=deps)
         return await handle.get_result()
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, StepReservation
 
-from agent._steps import ModelItem, Steps, ToolStep
+from agent.steps import ModelItem, Steps, ToolStep
 from toolnexus import ToolResult
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class DbosSteps(Steps):
         toolkit: The run's tools: a tool not declared idempotent that a crash cut off is
             not run again (the model is told its effect is unknown).
     """
+
+    durable = True
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ parsed, so tests assert the exact JSON sent on each turn.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import respx
 
-from agent import Agent, RetryPolicy
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 from toolnexus import Tool, Toolkit, ToolResult, toolkit
 
 KEY = "AIzaTEST-secret-key-0123456789"
@@ -89,8 +90,19 @@ def make_agent(
     **kwargs: Any,
 ) -> Agent:
     """An Agent on the real SDK client over ``http`` with a recorded, instant retry sleep."""
-    retry = kwargs.pop("retry", None) or RetryPolicy(sleep=sleeps or Sleeps(), jitter=0.0)
-    return Agent(toolkit=tk, api_key=KEY, http_client=http, retry=retry, **kwargs)
+    retry = RetryPolicy(sleep=sleeps or Sleeps(), jitter=0.0)
+    limits = with_retry(kwargs.pop("limits", None), retry)
+    client = ClientSettings(api_key=KEY, http_client=http)
+    return Agent(toolkit=tk, client=client, limits=limits, **kwargs)
+
+
+def with_retry(limits: RunLimits | None, retry: RetryPolicy) -> RunLimits:
+    """Return ``limits`` with ``retry`` as its retry policy, unless it sets one of its own."""
+    if limits is None:
+        return RunLimits(retry=retry)
+    if limits.retry == RetryPolicy():
+        return dataclasses.replace(limits, retry=retry)
+    return limits
 
 
 def usage(prompt: int, candidates: int, total: int, **more: int) -> dict[str, int]:

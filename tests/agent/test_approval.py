@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, ApprovalPolicy, ConfigurationError, Deny
+from agent import Agent, ApprovalPolicy, ClientSettings, ConfigurationError, Deny
 from agent.events import PendingEvent, ToolCall
 from agent.testing import FakeGemini, function_call, reply
 from toolnexus import Answer, Request
@@ -43,8 +43,7 @@ def test_denied_the_model_sees_the_reason_and_nothing_changed(tmp_path: Path) ->
         toolkit=builtins_in(tmp_path),
         approval=ApprovalPolicy(tools={"write": "ask"}),
         wait_for=answering({"approved": False, "reason": "not on a Friday"}, seen),
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
     result = agent.run_sync("Write the notes")
     assert result.status == "completed"
@@ -65,8 +64,7 @@ def test_approved_with_edited_arguments_runs_with_the_edits(tmp_path: Path) -> N
         toolkit=builtins_in(tmp_path),
         approval=ApprovalPolicy(tools={"write": "ask"}),
         wait_for=answering(edits),
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
     result = agent.run_sync("Write the notes")
     assert (tmp_path / "notes.txt").read_text() == "safe text"
@@ -80,8 +78,7 @@ def test_edited_arguments_that_break_the_schema_are_refused(tmp_path: Path) -> N
         toolkit=builtins_in(tmp_path),
         approval="ask",
         wait_for=answering({"approved": True, "args": {"path": 3}}),
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
     result = agent.run_sync("Write the notes")
     output = result.tool_calls[0].result.output
@@ -121,8 +118,7 @@ def test_requires_approval_asks_and_a_policy_decides_by_name_source_or_function(
     agent = Agent(
         toolkit=tn.toolkit([launch, shell]),
         approval=ApprovalPolicy(tools={"shell": shell_rule}),
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
     result = agent.run_sync("Go")
     assert result.status == "pending"
@@ -140,8 +136,10 @@ def test_requires_approval_asks_and_a_policy_decides_by_name_source_or_function(
     by_source = Agent(
         toolkit=tn.toolkit([shell]),
         approval=ApprovalPolicy(sources={"native": "deny"}),
-        api_key="test",
-        http_client=FakeGemini([function_call("shell", {"command": "ls"}), "ok"]).http_client(),
+        client=ClientSettings(
+            api_key="test",
+            http_client=FakeGemini([function_call("shell", {"command": "ls"}), "ok"]).http_client(),
+        ),
     )
     refused = by_source.run_sync("Go").tool_calls[0].result
     assert refused.is_error and "approval policy" in refused.output
@@ -157,26 +155,20 @@ def test_a_rule_that_returns_nonsense_is_a_configuration_error() -> None:
     agent = Agent(
         toolkit=tn.toolkit([noop]),
         approval=lambda call: "maybe",
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
     with pytest.raises(ConfigurationError, match="'maybe'"):
         agent.run_sync("Go")
 
 
-RESUME = """\
-import json, sys
+RESUME = """import json, sys
 import toolnexus as tn
-from agent import Agent, ApprovalPolicy
+from agent import Agent, ApprovalPolicy, ClientSettings
 
 saved, root, base_url = sys.argv[1:]
 state = json.loads(open(saved).read())
 agent = Agent(
-    toolkit=tn.build(builtins={"tools": {"bash": False, "webfetch": False}}, root=root),
-    approval=ApprovalPolicy(tools={"write": "ask"}),
-    api_key="test",
-    base_url=base_url,
-)
+    toolkit=tn.build(builtins={"tools": {"bash": False, "webfetch": False}}, root=root), approval=ApprovalPolicy(tools={"write": "ask"}), client=ClientSettings(api_key="test", base_url=base_url))
 answer = {"id": state["request"]["id"], "ok": True, "data": {"approved": True}}
 result = agent.run_sync(history=state["contents"], answer=answer)
 print(result.status, result.text)
@@ -191,8 +183,7 @@ async def test_answered_from_another_process_after_a_restart(tmp_path: Path) -> 
         agent = Agent(
             toolkit=builtins_in(workspace),
             approval=ApprovalPolicy(tools={"write": "ask"}),
-            api_key="test",
-            base_url=server.base_url,
+            client=ClientSettings(api_key="test", base_url=server.base_url),
         )
         events = [event async for event in agent.stream("Write the notes")]
         await agent.aclose()

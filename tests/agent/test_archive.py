@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Compaction, MemoryStore, SqliteStore, Transcript
+from agent import Agent, ClientSettings, Compaction, MemoryStore, SqliteStore, Transcript
 from agent._store import ArchivingStore
 from agent.events import Compacted
 from agent.testing import FakeGemini
@@ -40,10 +40,9 @@ def agent_for(store: Any) -> Agent:
     fake = FakeGemini(ChatModel(), api_key=KEY, sign_text=True)
     return Agent(
         toolkit=toolkit([fetch]),
-        api_key=KEY,
-        http_client=fake.http_client(),
         compaction=POLICY,
         store=store,
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from google.genai import types
 
 import toolnexus as tn
-from agent import Agent, ConfigurationError, ModelError, RetryPolicy
+from agent import Agent, ClientSettings, ConfigurationError, ModelError, RetryPolicy, RunLimits
 from agent._builtin_tools import Source
 from agent.cli._printer import EventPrinter, stream_run
 from agent.events import CodeExecutionEvent, GroundingEvent
@@ -36,9 +36,8 @@ def agent_on(fake: FakeGemini, model: str, **kw: object) -> Agent:
     return Agent(
         model,
         tn.toolkit([forecast]),
-        api_key="k",
-        http_client=fake.http_client(),
-        retry=RetryPolicy(attempts=1),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
+        limits=RunLimits(retry=RetryPolicy(attempts=1)),
         **kw,  # type: ignore[arg-type]
     )
 
@@ -131,9 +130,8 @@ async def test_gemini_3_needs_the_flag_and_built_ins_alone_need_none() -> None:
     fake2 = FakeGemini(["fine"])
     agent = Agent(
         "gemini-2.5-flash",
-        api_key="k",
-        http_client=fake2.http_client(),
         builtin_tools=[types.Tool(code_execution=types.ToolCodeExecution())],
+        client=ClientSettings(api_key="k", http_client=fake2.http_client()),
     )
     assert (await agent.run("hi")).text == "fine"
     assert "toolConfig" not in fake2.requests[0].body
@@ -143,9 +141,8 @@ async def test_code_execution_turn_is_kept_and_shown_by_the_cli_printer() -> Non
     fake = FakeGemini([reply(*code_execution("print(6 * 7)", "42\n"), "It is 42.")])
     agent = Agent(
         "gemini-2.5-flash",
-        api_key="k",
-        http_client=fake.http_client(),
         builtin_tools=["code_execution"],
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
     )
     out, err = io.StringIO(), io.StringIO()
     result = await stream_run(agent, "What is 6 * 7?", EventPrinter(out, err))
@@ -162,8 +159,10 @@ async def test_code_execution_turn_is_kept_and_shown_by_the_cli_printer() -> Non
         e
         async for e in Agent(
             "gemini-2.5-flash",
-            api_key="k",
-            http_client=FakeGemini([reply(*code_execution("1", "1"), "ok")]).http_client(),
+            client=ClientSettings(
+                api_key="k",
+                http_client=FakeGemini([reply(*code_execution("1", "1"), "ok")]).http_client(),
+            ),
         ).stream("x")
         if isinstance(e, CodeExecutionEvent)
     ]
@@ -172,4 +171,4 @@ async def test_code_execution_turn_is_kept_and_shown_by_the_cli_printer() -> Non
 
 def test_unknown_built_in_tool_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="unknown built-in tool 'web_search'"):
-        Agent(api_key="k", builtin_tools=["web_search"])
+        Agent(builtin_tools=["web_search"], client=ClientSettings(api_key="k"))

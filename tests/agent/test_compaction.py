@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, Compaction, ConfigurationError, MemoryStore
+from agent import Agent, ClientSettings, Compaction, ConfigurationError, MemoryStore
 from agent._compaction import SUMMARY_PROMPT, exchange_starts, prune
 from agent.events import Compacted
 from agent.testing import FakeGemini, function_call
@@ -59,10 +59,9 @@ async def test_a_300_turn_chat_stays_small_and_keeps_a_fact_from_turn_1() -> Non
     store = MemoryStore()
     agent = Agent(
         toolkit=toolkit([fetch]),
-        api_key=KEY,
-        http_client=fake.http_client(),
         compaction=policy,
         store=store,
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
     )
     compactions: list[Compacted] = []
     prompts = ["Remember: the code word is PAPAYA."] + [f"turn {i}" for i in range(2, 300)]
@@ -96,7 +95,7 @@ async def test_compact_a_history_by_hand() -> None:
     ]
     history = exchange * 5
     fake = FakeGemini(["Notes: greetings."], api_key=KEY)
-    agent = Agent(api_key=KEY, http_client=fake.http_client())
+    agent = Agent(client=ClientSettings(api_key=KEY, http_client=fake.http_client()))
     result = await agent.compact(history)
     assert result.contents[0]["parts"][0]["text"].endswith("Notes: greetings.")
     assert len(result.contents) == 2 * 4  # keep_recent_turns exchanges verbatim

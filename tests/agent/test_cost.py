@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import Agent, Usage
+from agent import Agent, ClientSettings, Usage
 from agent._cost import price_table, run_cost
 from agent.testing import FakeGemini, function_call, reply
 from tests.agent._loop_support import KEY, echo_toolkit
@@ -83,7 +83,9 @@ async def test_run_result_carries_the_cost_per_turn():
         ],
         api_key=KEY,
     )
-    ag = Agent(toolkit=echo_toolkit(), api_key=KEY, http_client=fake.http_client())
+    ag = Agent(
+        toolkit=echo_toolkit(), client=ClientSettings(api_key=KEY, http_client=fake.http_client())
+    )
     result = await ag.run("go")
     per_turn = (1000 * 0.3 + 100 * 2.5) / 1e6, (2000 * 0.3 + 100 * 2.5) / 1e6
     assert result.cost.turns == pytest.approx(per_turn)

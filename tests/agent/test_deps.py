@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 from agent.events import DoneEvent
 from agent.testing import FakeGemini, function_call, reply
 from toolnexus import ToolContext
@@ -42,8 +42,7 @@ def agent_on(fake: FakeGemini) -> Agent:
     return Agent(
         toolkit=tn.toolkit([stock_of, whoami]),
         system_prompt=prompt_for,
-        api_key="test",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
     )
 
 
@@ -90,6 +89,8 @@ async def test_an_async_system_prompt_and_no_deps() -> None:
         return f"deps={deps!r}"
 
     fake = FakeGemini(["hi"])
-    agent = Agent(system_prompt=prompt, api_key="test", http_client=fake.http_client())
+    agent = Agent(
+        system_prompt=prompt, client=ClientSettings(api_key="test", http_client=fake.http_client())
+    )
     await agent.run("Hello")
     assert fake.requests[0].system_text == "deps=None"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, ConfigurationError, UsageLimits
+from agent import Agent, ClientSettings, ConfigurationError, UsageLimits
 from agent.testing import FakeGemini, function_call, reply
 from tests.agent._loop_support import KEY, echo_toolkit
 
@@ -24,7 +24,8 @@ def call_turn(text: str, prompt: int = 100, out: int = 10) -> Any:
 
 
 def agent_on(fake: FakeGemini, **kwargs: Any) -> Agent:
-    return Agent(toolkit=echo_toolkit(), api_key=KEY, http_client=fake.http_client(), **kwargs)
+    client = ClientSettings(api_key=KEY, http_client=fake.http_client())
+    return Agent(toolkit=echo_toolkit(), client=client, **kwargs)
 
 
 # Each case: the limit, a script long enough to run past it, and the model calls allowed.
@@ -104,4 +105,8 @@ def test_limits_are_checked_when_made():
     with pytest.raises(ConfigurationError, match="requests"):
         UsageLimits(requests=-1)
     with pytest.raises(ConfigurationError, match="needs a price"):
-        Agent(model="not-a-gemini", api_key=KEY, usage_limits=UsageLimits(cost_usd=1))
+        Agent(
+            model="not-a-gemini",
+            usage_limits=UsageLimits(cost_usd=1),
+            client=ClientSettings(api_key=KEY),
+        )

@@ -12,7 +12,15 @@ import httpx
 import pytest
 import respx
 
-from agent import Agent, ConfigurationError, Hooks, ToolDeclarationWarning
+from agent import (
+    Agent,
+    ClientSettings,
+    ConfigurationError,
+    Hooks,
+    ModelSettings,
+    RunLimits,
+    ToolDeclarationWarning,
+)
 from agent.events import DoneEvent, TextEvent, ToolCallEvent, ToolResultEvent, UsageEvent
 from tests.agent._loop_support import (
     KEY,
@@ -187,7 +195,7 @@ async def test_refused_declarations_can_raise_instead(http):
     remote = {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}
     bad = Tool("ok", lambda a, c: "x", "", remote)
     with pytest.raises(ConfigurationError, match=r"'ok'.*parametersJsonSchema.properties.a.\$ref"):
-        make_agent(http, toolkit([bad]), invalid_tools="raise")
+        make_agent(http, toolkit([bad]), limits=RunLimits(invalid_tools="raise"))
 
 
 async def test_no_tools_means_no_tools_key(http, mock):
@@ -341,7 +349,7 @@ async def test_missing_key_is_a_configuration_error():
 async def test_key_from_environment(monkeypatch, http, mock):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     script = Script(mock, [reply(text("ok"))])
-    await Agent(http_client=http).run("hi")
+    await Agent(client=ClientSettings(http_client=http)).run("hi")
     assert script.headers[0]["x-goog-api-key"] == KEY
 
 
@@ -351,11 +359,13 @@ async def test_base_url_and_version_and_timeout(http, mock):
     )
     agent = Agent(
         "gemini-x",
-        api_key=KEY,
-        http_client=http,
-        base_url="http://127.0.0.1:9",
-        api_version="v1beta",
-        timeout=30,
+        client=ClientSettings(
+            api_key=KEY,
+            http_client=http,
+            base_url="http://127.0.0.1:9",
+            api_version="v1beta",
+            timeout=30,
+        ),
     )
     assert (await agent.run("hi")).text == "ok"
     assert route.calls.last.request.headers["x-server-timeout"] == "30"
@@ -366,14 +376,14 @@ async def test_base_url_from_the_environment(monkeypatch, http, mock):
     route = mock.post(url__regex=r"^http://127\.0\.0\.1:7/.*:generateContent$").mock(
         return_value=httpx.Response(200, json=reply(text("ok")))
     )
-    await Agent(api_key=KEY, http_client=http).run("hi")
+    await Agent(client=ClientSettings(api_key=KEY, http_client=http)).run("hi")
     assert route.called
 
 
 def test_run_sync_works_twice_on_the_default_client():
     with respx.mock(assert_all_called=False) as router:
         script = Script(router, [reply(text("one")), reply(text("two"))])
-        agent = Agent(api_key=KEY)
+        agent = Agent(client=ClientSettings(api_key=KEY))
         assert agent.run_sync("a").text == "one"
         assert agent.run_sync("b").text == "two"
         assert len(script.bodies) == 2
@@ -392,20 +402,26 @@ async def test_a_prompt_or_history_is_required(http):
 
 async def test_bad_options_are_configuration_errors(http):
     with pytest.raises(ConfigurationError, match="max_turns"):
-        make_agent(http, max_turns=0)
+        make_agent(http, limits=RunLimits(max_turns=0))
     with pytest.raises(ConfigurationError, match="may not set 'tools'"):
-        make_agent(http, config={"tools": []})
+        make_agent(http, settings=ModelSettings(config={"tools": []}))
     with pytest.raises(ConfigurationError, match="generation config"):
-        make_agent(http, config={"no_such_field": 1})
+        make_agent(http, settings=ModelSettings(config={"no_such_field": 1}))
 
 
 async def test_vertex_settings_pass_through(http, mock):
     script = Script(mock, [reply(text("ok"))])
-    result = await Agent(vertexai=True, api_key=KEY, http_client=http).run("hi")
+    result = await Agent(client=ClientSettings(vertexai=True, api_key=KEY, http_client=http)).run(
+        "hi"
+    )
     assert result.text == "ok"
     assert script.route.calls.last.request.url.host == "aiplatform.googleapis.com"
     with pytest.raises(ConfigurationError, match="project/location"):
-        Agent(project="p", location="us-central1", api_key=KEY, http_client=http)
+        Agent(
+            client=ClientSettings(
+                project="p", location="us-central1", api_key=KEY, http_client=http
+            )
+        )
 
 
 async def test_an_injected_genai_client_is_used_as_is(http, mock):

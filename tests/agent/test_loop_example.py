@@ -8,12 +8,11 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from agent import RetryPolicy, _agent
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,15 +34,11 @@ def test_quickstart_runs_offline():
 
 
 @pytest.fixture
-def unreachable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A key and an endpoint on 127.0.0.1 that refuses connections; retries do not wait."""
+def unreachable() -> Iterator[str]:
+    """An endpoint on 127.0.0.1 that refuses connections."""
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
-        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        monkeypatch.setenv("GEMINI_API_KEY", "test-key-not-a-secret")
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", url)
-        monkeypatch.setattr(_agent, "RetryPolicy", partial(RetryPolicy, sleep=no_wait))
-        yield url
+        yield f"http://127.0.0.1:{closed.getsockname()[1]}"
 
 
 async def no_wait(seconds: float) -> None:
@@ -52,7 +47,12 @@ async def no_wait(seconds: float) -> None:
 
 async def test_quickstart_without_network_says_so_in_one_line(unreachable, capsys):
     example = runpy.run_path(str(ROOT / "examples" / "agent_quickstart.py"))
-    code = await example["main"]()
+    agent = Agent(
+        toolkit=example["build_toolkit"](),
+        client=ClientSettings(api_key="test-key-not-a-secret", base_url=unreachable),
+        limits=RunLimits(retry=RetryPolicy(sleep=no_wait)),  # retries do not wait
+    )
+    code = await example["main"](agent)
     out, err = capsys.readouterr()
     assert code == 1
     assert out.count("(model call failed: NETWORK_ERROR; retrying in") == 4

@@ -12,7 +12,15 @@ import traceback
 import httpx
 import pytest
 
-from agent import Agent, DeadlineExceededError, ModelError, RetryPolicy, RunError
+from agent import (
+    Agent,
+    ClientSettings,
+    DeadlineExceededError,
+    ModelError,
+    RetryPolicy,
+    RunError,
+    RunLimits,
+)
 from agent._client import scrub
 from tests.agent._loop_support import (
     KEY,
@@ -141,7 +149,7 @@ async def test_timeouts_are_retried_then_raised(http, mock):
     script = Script(mock, timeouts)
     policy = RetryPolicy(attempts=3, sleep=Sleeps(), jitter=0.0)
     with pytest.raises(ModelError) as info:
-        await make_agent(http, retry=policy).run("go")
+        await make_agent(http, limits=RunLimits(retry=policy)).run("go")
     assert len(script.bodies) == 3
     assert (info.value.code, info.value.status, info.value.attempts) == (None, "TIMEOUT", 3)
     assert len(info.value.result.retries) == 2
@@ -153,7 +161,7 @@ async def test_total_wait_is_bounded(http, mock):
     script = Script(mock, [api_error(429, "RESOURCE_EXHAUSTED", "wait", [long_wait])])
     policy = RetryPolicy(max_wait=30.0, sleep=sleeps)
     with pytest.raises(ModelError):
-        await make_agent(http, retry=policy).run("go")
+        await make_agent(http, limits=RunLimits(retry=policy)).run("go")
     assert sleeps.waits == []
     assert len(script.bodies) == 1
 
@@ -186,7 +194,7 @@ async def test_cancellation_during_a_retry_wait_is_not_swallowed(http, mock):
         await asyncio.sleep(3600)
 
     Script(mock, [api_error(503, "UNAVAILABLE", "busy")])
-    agent = make_agent(http, retry=RetryPolicy(sleep=slow_sleep))
+    agent = make_agent(http, limits=RunLimits(retry=RetryPolicy(sleep=slow_sleep)))
     task = asyncio.ensure_future(agent.run("go"))
     await waiting.wait()
     task.cancel()
@@ -204,7 +212,7 @@ async def test_deadline_raises_with_the_partial_result(http, mock):
     tk = toolkit([Tool("block", blocked, "Blocks.", {"type": "object"})])
     Script(mock, [reply(call("block", {}))])
     with pytest.raises(DeadlineExceededError) as info:
-        await make_agent(http, tk, deadline=0.2).run("go")
+        await make_agent(http, tk, limits=RunLimits(deadline=0.2)).run("go")
     assert info.value.result.turns == 1
     assert info.value.result.reason == "deadline"
 
@@ -236,10 +244,16 @@ async def test_a_key_echoed_by_the_server_is_scrubbed_everywhere(
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     if source == "environment":
         monkeypatch.setenv("GEMINI_API_KEY", secret)
-        agent = Agent(http_client=http, retry=RetryPolicy(sleep=Sleeps(), jitter=0.0))
+        agent = Agent(
+            limits=RunLimits(retry=RetryPolicy(sleep=Sleeps(), jitter=0.0)),
+            client=ClientSettings(http_client=http),
+        )
     else:
         monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-        agent = Agent(api_key=secret, http_client=http, retry=RetryPolicy(sleep=Sleeps()))
+        agent = Agent(
+            limits=RunLimits(retry=RetryPolicy(sleep=Sleeps())),
+            client=ClientSettings(api_key=secret, http_client=http),
+        )
     with pytest.raises(ModelError) as info:
         await agent.run("go")
     assert script.headers[0]["x-goog-api-key"] == secret  # the key really was in use
@@ -260,14 +274,14 @@ async def test_a_key_echoed_by_the_server_is_scrubbed_everywhere(
 def test_a_retry_prints_nothing_when_the_app_set_up_no_logging():
     script = """
 import asyncio
-from agent import Agent, RetryPolicy
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 from agent.testing import FakeGemini, error
 
 async def instant(seconds):
     pass
 
 fake = FakeGemini([error(503), "ok"])
-agent = Agent(api_key="k", http_client=fake.http_client(), retry=RetryPolicy(sleep=instant))
+agent = Agent(limits=RunLimits(retry=RetryPolicy(sleep=instant)), client=ClientSettings(api_key="k", http_client=fake.http_client()))
 result = agent.run_sync("go")
 print(result.status, len(result.retries))
 """

@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, Hooks, ModelError, RetryPolicy, ToolDeclarationWarning
+from agent import (
+    Agent,
+    ClientSettings,
+    Hooks,
+    ModelError,
+    RetryPolicy,
+    RunLimits,
+    ToolDeclarationWarning,
+)
 from agent.testing import (
     FakeGemini,
     blocked,
@@ -25,14 +33,16 @@ from agent.testing import (
     reply,
     thought,
 )
-from tests.agent._loop_support import KEY, Sleeps, echo_toolkit
+from tests.agent._loop_support import KEY, Sleeps, echo_toolkit, with_retry
 from toolnexus import Tool, ToolResult, toolkit
 
 
 def agent_on(fake: FakeGemini, tk: tn.Toolkit | None = None, **kwargs: Any) -> Agent:
     sleeps = kwargs.pop("sleeps", None) or Sleeps()
     retry = RetryPolicy(sleep=sleeps, jitter=0.0)
-    return Agent(toolkit=tk, api_key=KEY, http_client=fake.http_client(), retry=retry, **kwargs)
+    limits = with_retry(kwargs.pop("limits", None), retry)
+    client = ClientSettings(api_key=KEY, http_client=fake.http_client())
+    return Agent(toolkit=tk, client=client, limits=limits, **kwargs)
 
 
 @pytest.fixture
@@ -180,7 +190,7 @@ async def test_a_no_argument_call_with_new_results_each_turn_runs_to_the_answer(
 
 async def test_max_turns(fakes):
     fake = fake_of(fakes, [function_call("echo", {"text": str(n)}) for n in range(2)])
-    result = await agent_on(fake, echo_toolkit(), max_turns=2).run("go")
+    result = await agent_on(fake, echo_toolkit(), limits=RunLimits(max_turns=2)).run("go")
     assert (result.status, result.limit, result.turns) == ("incomplete", "max_turns", 2)
 
 
@@ -250,7 +260,9 @@ async def test_question_inline_and_suspended_then_resumed(fakes, tmp_path):
 async def test_over_a_real_loopback_server_with_the_default_client(fakes):
     fake = fake_of(fakes, [function_call("echo", {"text": "net"}), "over the wire"])
     with fake.serve() as server:
-        agent = Agent(toolkit=echo_toolkit(), api_key=KEY, base_url=server.base_url)
+        agent = Agent(
+            toolkit=echo_toolkit(), client=ClientSettings(api_key=KEY, base_url=server.base_url)
+        )
         try:
             result = await agent.run("go")
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent import RunLimits
 from tests.agent._loop_support import Script, call, echo_toolkit, make_agent, reply, text
 
 MALFORMED = {"candidates": [{"content": {}, "finishReason": "MALFORMED_FUNCTION_CALL"}]}
@@ -48,7 +49,7 @@ async def test_unexpected_tool_call_is_not_executed(http, mock):
 
 async def test_malformed_retries_are_configurable(http, mock):
     Script(mock, [MALFORMED])
-    result = await make_agent(http, malformed_retries=0).run("go")
+    result = await make_agent(http, limits=RunLimits(malformed_retries=0)).run("go")
     assert (result.status, result.limit) == ("incomplete", "malformed_function_call")
 
 
@@ -112,7 +113,7 @@ async def test_max_turns_ends_incomplete_naming_the_limit(http, mock):
         mock,
         [reply(call("echo", {"text": str(n)})) for n in range(3)],
     )
-    result = await make_agent(http, echo_toolkit(), max_turns=3).run("go")
+    result = await make_agent(http, echo_toolkit(), limits=RunLimits(max_turns=3)).run("go")
     assert result.status == "incomplete"
     assert result.limit == "max_turns"
     assert result.turns == 3

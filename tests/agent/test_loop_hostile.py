@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent import Agent, MemoryStore, ModelError, RetryPolicy
+from agent import Agent, ClientSettings, MemoryStore, ModelError, RetryPolicy, RunLimits
 from agent.testing import FakeGemini, function_call, reply
 from tests.agent._loop_support import GENERATE, KEY, echo_toolkit
 
@@ -37,7 +37,11 @@ async def test_deeply_nested_arguments_end_in_a_model_error_with_the_turns_saved
         api_key=KEY,
     )
     store = MemoryStore()
-    agent = Agent(toolkit=echo_toolkit(), api_key=KEY, http_client=fake.http_client(), store=store)
+    agent = Agent(
+        toolkit=echo_toolkit(),
+        store=store,
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
+    )
     with pytest.raises(ModelError) as failure:
         if streaming:
             async for _ in agent.stream("go", session="s"):
@@ -60,7 +64,10 @@ async def test_a_reply_nested_past_the_recursion_limit_is_a_model_error(http, mo
     mock.post(url__regex=GENERATE).mock(
         return_value=httpx.Response(200, text=body, headers={"content-type": "application/json"})
     )
-    agent = Agent(api_key=KEY, http_client=http, retry=RetryPolicy(attempts=1))
+    agent = Agent(
+        limits=RunLimits(retry=RetryPolicy(attempts=1)),
+        client=ClientSettings(api_key=KEY, http_client=http),
+    )
     with pytest.raises(ModelError) as failure:
         await agent.run("go")
     assert failure.value.status == "UNKNOWN_RESPONSE"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent import Agent, RetryPolicy
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 from agent.events import (
     DoneEvent,
     Event,
@@ -220,9 +220,8 @@ async def test_stream_against_the_strict_fake(tmp_path):
     )
     agent = Agent(
         toolkit=echo_toolkit(),
-        api_key=KEY,
-        http_client=fake.http_client(),
-        retry=RetryPolicy(sleep=Sleeps(), jitter=0.0),
+        limits=RunLimits(retry=RetryPolicy(sleep=Sleeps(), jitter=0.0)),
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
     )
     events = await collect(agent)
     result = done(events)

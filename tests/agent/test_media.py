@@ -10,7 +10,7 @@ import pytest
 from google.genai import types
 
 import toolnexus as tn
-from agent import Agent, ConfigurationError, ModelError, RetryPolicy
+from agent import Agent, ClientSettings, ConfigurationError, ModelError, RetryPolicy, RunLimits
 from agent.testing import FakeGemini, function_call
 from agent.testing._files import FILES_URI, StoredFile
 from toolnexus import Attachment, ToolContext, ToolResult
@@ -24,7 +24,10 @@ def _decode(value: str) -> bytes:
 
 def agent_on(fake: FakeGemini, model: str = "gemini-2.5-flash", **kw: Any) -> Agent:
     return Agent(
-        model, api_key="k", http_client=fake.http_client(), retry=RetryPolicy(attempts=1), **kw
+        model,
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
+        limits=RunLimits(retry=RetryPolicy(attempts=1)),
+        **kw,
     )
 
 

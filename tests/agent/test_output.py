@@ -10,8 +10,9 @@ import pytest
 from typing_extensions import TypedDict
 
 import toolnexus as tn
-from agent import Agent, ModelError, RetryPolicy
+from agent import Agent, ClientSettings, ModelError, ModelSettings, RetryPolicy
 from agent.testing import FakeGemini, function_call, json_output, reply
+from tests.agent._loop_support import with_retry
 
 
 class Weather(pydantic.BaseModel):
@@ -40,9 +41,8 @@ def agent_on(fake: FakeGemini, model: str, tools: list[tn.Tool] | None = None, *
     return Agent(
         model,
         tn.toolkit(tools or []),
-        api_key="k",
-        http_client=fake.http_client(),
-        retry=RetryPolicy(attempts=1),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
+        limits=with_retry(kw.pop("limits", None), RetryPolicy(attempts=1)),
         **kw,
     )
 
@@ -91,7 +91,11 @@ async def test_gemini_2_5_with_tools_uses_the_output_function() -> None:
 async def test_the_fake_refuses_native_output_with_tools_on_gemini_2_5() -> None:
     fake = FakeGemini(["never served"])
     agent = agent_on(
-        fake, "gemini-2.5-flash", [forecast], output_type=Weather, output_mode="native"
+        fake,
+        "gemini-2.5-flash",
+        [forecast],
+        output_type=Weather,
+        settings=ModelSettings(output_mode="native"),
     )
     with pytest.raises(ModelError) as caught:
         await agent.run("Weather in Paris?")
@@ -141,7 +145,11 @@ async def test_tool_mode_text_answer_and_bad_arguments_are_sent_back() -> None:
         ]
     )
     agent = agent_on(
-        fake, "gemini-3-flash-preview", [forecast], output_type=Weather, output_mode="tool"
+        fake,
+        "gemini-3-flash-preview",
+        [forecast],
+        output_type=Weather,
+        settings=ModelSettings(output_mode="tool"),
     )
     result = await agent.run("Weather?")
     fake.assert_consumed()
@@ -157,6 +165,11 @@ def test_output_function_name_avoids_a_user_tool() -> None:
         """A user tool with the default name."""
         return x
 
-    agent = Agent("gemini-2.5-flash", tn.toolkit([final_result]), api_key="k", output_type=Weather)
+    agent = Agent(
+        "gemini-2.5-flash",
+        tn.toolkit([final_result]),
+        output_type=Weather,
+        client=ClientSettings(api_key="k"),
+    )
     assert agent.output is not None and agent.output.tool_name == "final_output"
     assert [d["name"] for d in agent.declarations] == ["final_result", "final_output"]

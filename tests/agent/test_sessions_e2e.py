@@ -25,6 +25,7 @@ import pytest
 import toolnexus as tn
 from agent import (
     Agent,
+    ClientSettings,
     Hooks,
     ModelError,
     RetryPolicy,
@@ -36,6 +37,7 @@ from agent.errors import HookError
 from agent.events import DoneEvent
 from agent.testing import FakeGemini, error, function_call
 from agent.testing._signatures import SignatureBook, decode_signature
+from tests.agent._loop_support import with_retry
 from toolnexus import Tool, Toolkit, toolkit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,9 +58,8 @@ def echo_toolkit(*extra: Tool) -> Toolkit:
 def make_agent(fake: FakeGemini, store: SqliteStore, tk: Toolkit | None = None, **kw: Any) -> Agent:
     return Agent(
         toolkit=tk if tk is not None else echo_toolkit(),
-        api_key="fake-key",
-        http_client=fake.http_client(),
-        retry=RetryPolicy(sleep=_no_wait, jitter=0.0),
+        client=ClientSettings(api_key="fake-key", http_client=fake.http_client()),
+        limits=with_retry(kw.pop("limits", None), RetryPolicy(sleep=_no_wait, jitter=0.0)),
         store=store,
         **kw,
     )
@@ -232,7 +233,7 @@ async def test_a_failure_on_turn_3_keeps_turns_1_and_2(
 _CHILD_RUN = """
 import asyncio, pathlib, sys
 import toolnexus as tn
-from agent import Agent, RetryPolicy, SqliteStore
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits, SqliteStore
 
 db, marker, base_url = sys.argv[1:4]
 calls = []
@@ -247,8 +248,8 @@ async def step(args, ctx):
 async def main():
     tk = tn.toolkit([tn.Tool("step", step, "One step.", {"type": "object"})])
     async with SqliteStore(db) as store:
-        agent = Agent(toolkit=tk, api_key="fake-key", base_url=base_url, store=store,
-                      retry=RetryPolicy(attempts=1))
+        agent = Agent(toolkit=tk, client=ClientSettings(api_key="fake-key", base_url=base_url),
+                      store=store, limits=RunLimits(retry=RetryPolicy(attempts=1)))
         await agent.run("Do four steps.", session="killed")
 
 asyncio.run(main())
@@ -317,7 +318,7 @@ async def test_a_killed_process_keeps_its_completed_turns(tmp_path: Path) -> Non
 _CHILD_RESUME = """
 import asyncio, json, sys
 import toolnexus as tn
-from agent import Agent, SqliteStore
+from agent import Agent, ClientSettings, SqliteStore
 
 db, root, base_url = sys.argv[1:4]
 
@@ -325,8 +326,8 @@ async def main():
     async with SqliteStore(db) as store:
         saved = await store.get("ask")
         request = saved.pending["request"]
-        agent = Agent(toolkit=tn.build(root=root), api_key="fake-key", base_url=base_url,
-                      store=store)
+        agent = Agent(toolkit=tn.build(root=root), store=store,
+                      client=ClientSettings(api_key="fake-key", base_url=base_url))
         answer = {"id": request["id"], "ok": True, "data": "Yes, ship it."}
         result = await agent.run(session="ask", answer=answer)
     print(json.dumps({"status": result.status, "text": result.text}))

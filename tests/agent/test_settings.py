@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, ConfigurationError
+from agent import Agent, ClientSettings, ConfigurationError, ModelSettings
 from agent.events import DoneEvent, TextEvent, ThoughtEvent
 from agent.testing import FakeGemini, reply, text, thought
 
@@ -21,7 +21,10 @@ def lookup(city: str) -> str:
 async def _sent(model: str, **settings: Any) -> dict[str, Any]:
     fake = FakeGemini(["ok"])
     async with Agent(
-        model, tn.toolkit([lookup]), api_key="k", http_client=fake.http_client(), **settings
+        model,
+        tn.toolkit([lookup]),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
+        settings=ModelSettings(**settings),
     ) as agent:
         await agent.run("hi")
     body: dict[str, Any] = fake.requests[0].body
@@ -62,20 +65,26 @@ async def test_thinking_is_a_level_or_a_budget_as_the_model_takes(
 
 def test_bad_settings_and_conflicts_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="tool_choice names no tool"):
-        Agent(toolkit=tn.toolkit([lookup]), api_key="k", tool_choice=["nope"])
+        Agent(
+            toolkit=tn.toolkit([lookup]),
+            settings=ModelSettings(tool_choice=["nope"]),
+            client=ClientSettings(api_key="k"),
+        )
     with pytest.raises(ConfigurationError, match="thinking must be one of"):
-        Agent(api_key="k", thinking="max")  # type: ignore[arg-type]
+        Agent(settings=ModelSettings(thinking="max"), client=ClientSettings(api_key="k"))  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="sets temperature, which the Agent"):
-        Agent(api_key="k", temperature=0.5, config={"temperature": 0.1})
+        Agent(
+            settings=ModelSettings(temperature=0.5, config={"temperature": 0.1}),
+            client=ClientSettings(api_key="k"),
+        )
 
 
 async def test_thought_summaries_stream_as_thought_events() -> None:
     fake = FakeGemini([reply(thought("Paris is in France."), text("Paris."))])
     agent = Agent(
         "gemini-3-flash-preview",
-        api_key="k",
-        http_client=fake.http_client(),
-        include_thoughts=True,
+        settings=ModelSettings(include_thoughts=True),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
     )
     events = [event async for event in agent.stream("Capital?")]
     thoughts = "".join(e.text for e in events if isinstance(e, ThoughtEvent))

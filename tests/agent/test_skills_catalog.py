@@ -10,7 +10,7 @@ import pytest
 import respx
 
 import toolnexus as tn
-from agent import ConfigurationError
+from agent import ConfigurationError, ModelSettings
 from tests.agent._loop_support import Script, make_agent, reply, text
 
 
@@ -47,13 +47,13 @@ async def test_the_cap_is_configurable_and_none_lists_everything(
 ) -> None:
     tk = many_skills(tmp_path, 40)
     script = Script(mock, [reply(text("ok")), reply(text("ok"))])
-    await make_agent(http, tk, skills_catalog_chars=None).run("go")
-    await make_agent(http, tk, skills_catalog_chars=1000).run("go")
+    await make_agent(http, tk, settings=ModelSettings(skills_catalog_chars=None)).run("go")
+    await make_agent(http, tk, settings=ModelSettings(skills_catalog_chars=1000)).run("go")
     full, capped = (b["systemInstruction"]["parts"][0]["text"] for b in script.bodies)
     assert full.count("\n- **skill-") == 40
     assert len(capped) <= 1000 and "more skill(s) are not listed here" in capped
     with pytest.raises(ConfigurationError, match="skills_catalog_chars"):
-        make_agent(http, tk, skills_catalog_chars=10)
+        make_agent(http, tk, settings=ModelSettings(skills_catalog_chars=10))
 
 
 def test_an_unknown_name_in_a_big_collection_gets_the_closest_names(tmp_path: Path) -> None:

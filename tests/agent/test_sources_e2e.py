@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import toolnexus as tn
-from agent import Agent, RetryPolicy
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 from agent.testing import FakeGemini, function_call, reply
 from tests.toolnexus.mcp_servers.local_http import serve
 
@@ -101,9 +101,8 @@ async def test_async_agent_calls_an_mcp_tool_and_an_http_tool_in_one_turn(
     async with await tn.build_async(builtins=False, tools=tools, mcp=mcp_config()) as tk:
         agent = Agent(
             toolkit=tk,
-            api_key=KEY,
-            http_client=fake.http_client(),
-            retry=RetryPolicy(jitter=0.0),
+            limits=RunLimits(retry=RetryPolicy(jitter=0.0)),
+            client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
         )
         result = await agent.run("Add 2 and 3, and tell me the weather in Paris.")
     check_run(fake, result)
@@ -115,9 +114,8 @@ def test_sync_agent_calls_an_mcp_tool_and_an_http_tool_in_one_turn(weather_url: 
     with tn.build(builtins=False, tools=tools, mcp=mcp_config()) as tk:
         agent = Agent(
             toolkit=tk,
-            api_key=KEY,
-            http_client=fake.http_client(),
-            retry=RetryPolicy(jitter=0.0),
+            limits=RunLimits(retry=RetryPolicy(jitter=0.0)),
+            client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
         )
         result = agent.run_sync("Add 2 and 3, and tell me the weather in Paris.")
     check_run(fake, result)

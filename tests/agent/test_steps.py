@@ -7,18 +7,15 @@ loop and the real google-genai client against the fake Gemini.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import toolnexus as tn
-from agent import Agent
-from agent._loop import Run
-from agent._result import RunResult
-from agent._steps import ModelItem, Steps, ToolStep
-from agent.events import DoneEvent, ToolCall
+from agent import Agent, RunResult
+from agent.events import ToolCall
 from agent.hooks import Hooks, ModelRequest
+from agent.steps import ModelItem, Steps, ToolStep
 from agent.testing import FakeGemini, function_call, reply
 from toolnexus import Answer, Request, ToolResult
 
@@ -52,11 +49,7 @@ class Recording(Steps):
 
 
 async def _run(agent: Agent, steps: Steps, prompt: str) -> RunResult:
-    settings = dataclasses.replace(agent._settings, steps=steps)
-    async for event in Run(settings, prompt, None, None).events():
-        if isinstance(event, DoneEvent):
-            return event.result
-    raise AssertionError("no DoneEvent")
+    return await agent.plan(prompt, steps=steps).result()
 
 
 def _slow_first(delays: dict[str, float]) -> Hooks:

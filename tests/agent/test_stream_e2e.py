@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent import Agent, RetryPolicy
+from agent import Agent, ClientSettings, RetryPolicy, RunLimits
 from agent.events import (
     DoneEvent,
     Event,
@@ -40,9 +40,8 @@ def echo_toolkit() -> Toolkit:
 def make_agent(fake: FakeGemini, tk: Toolkit | None = None) -> Agent:
     return Agent(
         toolkit=tk if tk is not None else echo_toolkit(),
-        api_key="fake-key",
-        http_client=fake.http_client(),
-        retry=RetryPolicy(sleep=_no_wait, jitter=0.0),
+        limits=RunLimits(retry=RetryPolicy(sleep=_no_wait, jitter=0.0)),
+        client=ClientSettings(api_key="fake-key", http_client=fake.http_client()),
     )
 
 

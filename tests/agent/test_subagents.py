@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, ConfigurationError, load_agents
+from agent import Agent, ClientSettings, ConfigurationError, load_agents
 from agent.events import DoneEvent, Event, SubAgentEvent, ToolCallEvent, ToolResultEvent
 from agent.testing import FakeGemini, function_call, reply
 
@@ -85,12 +85,16 @@ async def test_two_markdown_subagents_in_parallel(agents_dir: Path) -> None:
     fake = FakeGemini(play)
     http = fake.http_client()
     main_tools = tn.toolkit([lookup])
-    helpers = load_agents(agents_dir, toolkit=main_tools, api_key="test", http_client=http)
+    helpers = load_agents(
+        agents_dir, toolkit=main_tools, client=ClientSettings(api_key="test", http_client=http)
+    )
     assert [(t.name, t.source, t.description) for t in helpers] == [
         ("researcher", "agent", "Looks facts up."),
         ("writer", "agent", "Writes one sentence."),
     ]
-    parent = Agent(toolkit=tn.toolkit(helpers), api_key="test", http_client=http)
+    parent = Agent(
+        toolkit=tn.toolkit(helpers), client=ClientSettings(api_key="test", http_client=http)
+    )
     events = [event async for event in parent.stream("Research and write")]
     result = events[-1].result  # type: ignore[union-attr]
     assert result.status == "completed"
@@ -162,8 +166,12 @@ def test_a_question_inside_a_subagent_suspends_the_parent_and_resumes_inside(
 
     def make_parent() -> Agent:
         http = fake.http_client()
-        tools = load_agents(tmp_path, toolkit=tn.build(), api_key="test", http_client=http)
-        return Agent(toolkit=tn.toolkit(tools), api_key="test", http_client=http)
+        tools = load_agents(
+            tmp_path, toolkit=tn.build(), client=ClientSettings(api_key="test", http_client=http)
+        )
+        return Agent(
+            toolkit=tn.toolkit(tools), client=ClientSettings(api_key="test", http_client=http)
+        )
 
     first = make_parent().run_sync("Plan my trip")
     assert first.status == "pending"
@@ -183,12 +191,13 @@ def test_inline_answers_reach_a_subagent_through_the_parents_wait_for(tmp_path: 
     (tmp_path / "planner.md").write_text(ASKER, encoding="utf-8")
     fake = FakeGemini(ask_then_answer)
     http = fake.http_client()
-    tools = load_agents(tmp_path, toolkit=tn.build(), api_key="test", http_client=http)
+    tools = load_agents(
+        tmp_path, toolkit=tn.build(), client=ClientSettings(api_key="test", http_client=http)
+    )
     parent = Agent(
         toolkit=tn.toolkit(tools),
         wait_for=lambda request: {"id": request["id"], "ok": True, "data": "Oslo"},
-        api_key="test",
-        http_client=http,
+        client=ClientSettings(api_key="test", http_client=http),
     )
     result = parent.run_sync("Plan my trip")
     assert result.text == 'Done: Plan for "Oslo"'
@@ -208,7 +217,11 @@ def test_the_depth_limit_stops_recursion() -> None:
     http = fake.http_client()
 
     def agent(system: str, tools: list[tn.Tool]) -> Agent:
-        return Agent(toolkit=tn.toolkit(tools), system_prompt=system, api_key="t", http_client=http)
+        return Agent(
+            toolkit=tn.toolkit(tools),
+            system_prompt=system,
+            client=ClientSettings(api_key="t", http_client=http),
+        )
 
     c = agent("c", [])
     b = agent("b", [c.as_tool(name="down", description="deeper", max_depth=1)])
@@ -240,13 +253,13 @@ def test_the_depth_limit_stops_recursion() -> None:
 def test_bad_agent_files_are_configuration_errors(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("no frontmatter", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="frontmatter"):
-        load_agents(tmp_path / "a.md", api_key="t")
+        load_agents(tmp_path / "a.md", client=ClientSettings(api_key="t"))
     (tmp_path / "a.md").write_text("---\nname: a\ntools: [nope]\n---\nhi", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="no tool named 'nope'"):
-        load_agents(tmp_path, toolkit=tn.toolkit([lookup]), api_key="t")
+        load_agents(tmp_path, toolkit=tn.toolkit([lookup]), client=ClientSettings(api_key="t"))
     (tmp_path / "a.md").write_text("---\nname: a\ncolour: red\n---\nhi", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="colour"):
-        load_agents(tmp_path, api_key="t")
+        load_agents(tmp_path, client=ClientSettings(api_key="t"))
 
 
 WRITER_WITH_TOOLS = """\
@@ -285,9 +298,16 @@ def test_an_approval_inside_a_subagent_is_answered_on_resume(tmp_path: Path) -> 
         tk = tn.build(root=root)
         policy = ApprovalPolicy(tools={"write": "ask"})
         tools = load_agents(
-            tmp_path / "agents", toolkit=tk, api_key="t", http_client=http, approval=policy
+            tmp_path / "agents",
+            toolkit=tk,
+            approval=policy,
+            client=ClientSettings(api_key="t", http_client=http),
         )
-        return Agent(toolkit=tn.toolkit(tools), api_key="t", http_client=http, approval=policy)
+        return Agent(
+            toolkit=tn.toolkit(tools),
+            approval=policy,
+            client=ClientSettings(api_key="t", http_client=http),
+        )
 
     first = make_lead().run_sync("Write it")
     assert first.status == "pending" and first.pending is not None

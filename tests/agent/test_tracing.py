@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
-from agent import Agent, ModelError, RetryPolicy
+from agent import Agent, ClientSettings, ModelError, RetryPolicy, RunLimits
 from agent.testing import FakeGemini, error, function_call, reply, thought
 from tests.agent._loop_support import KEY, Sleeps, echo_toolkit
 
@@ -56,7 +56,11 @@ def parallel_fake() -> FakeGemini:
 
 def agent_on(fake: FakeGemini) -> Agent:
     retry = RetryPolicy(sleep=Sleeps(), jitter=0.0)
-    return Agent(toolkit=echo_toolkit(), api_key=KEY, http_client=fake.http_client(), retry=retry)
+    return Agent(
+        toolkit=echo_toolkit(),
+        limits=RunLimits(retry=retry),
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
+    )
 
 
 def every_value(span: Any) -> list[str]:
@@ -140,7 +144,7 @@ def test_everything_works_without_opentelemetry():
     code = """
 import sys
 sys.modules["opentelemetry"] = None  # as if the extra were not installed
-from agent import Agent
+from agent import Agent, ClientSettings
 from agent.testing import FakeGemini, function_call
 from toolnexus import define_tool, toolkit
 
@@ -150,7 +154,7 @@ def echo(text: str) -> str:
     return text
 
 fake = FakeGemini([function_call("echo", {"text": "a"}), "done"])
-agent = Agent(toolkit=toolkit([echo]), api_key="k", http_client=fake.http_client())
+agent = Agent(toolkit=toolkit([echo]), client=ClientSettings(api_key="k", http_client=fake.http_client()))
 result = agent.run_sync("go")
 import agent._tracing as t
 assert t.trace is None

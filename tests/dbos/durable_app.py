@@ -19,7 +19,7 @@ from pathlib import Path
 from dbos import DBOS
 
 import toolnexus as tn
-from agent import Agent
+from agent import Agent, ClientSettings
 from agent.dbos import DurableAgent
 
 WORK = Path(os.environ["WORK"])
@@ -63,8 +63,7 @@ async def charge(amount: int) -> str:
 
 agent = Agent(
     toolkit=tn.build(root=WORK, tools=[note, slow, charge]),
-    api_key="test-key-not-a-secret",
-    base_url=os.environ["FAKE_URL"],
+    client=ClientSettings(api_key="test-key-not-a-secret", base_url=os.environ["FAKE_URL"]),
 )
 durable = DurableAgent(agent, name="crash_app")
 

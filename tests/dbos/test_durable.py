@@ -12,7 +12,7 @@ pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'"
 from dbos import DBOS
 
 import toolnexus as tn
-from agent import Agent, ModelError, RetryPolicy
+from agent import Agent, ModelError, RetryPolicy, RunLimits
 from agent.dbos import DurableAgent, follow, pending, send
 from agent.dbos._steps import as_answer
 from agent.errors import ConfigurationError
@@ -31,7 +31,8 @@ ADDING = FakeGemini([reply(function_call("add", {"a": 2, "b": 3})), "2 + 3 = 5"]
 adding = DurableAgent(Agent(toolkit=tn.toolkit([add]), client=ADDING.client()), name="test_adding")
 FAILING = FakeGemini([error(400, "INVALID_ARGUMENT", "bad request")])
 failing = DurableAgent(
-    Agent(client=FAILING.client(), retry=RetryPolicy(attempts=1)), name="test_failing"
+    Agent(client=FAILING.client(), limits=RunLimits(retry=RetryPolicy(attempts=1))),
+    name="test_failing",
 )
 ASKING = FakeGemini(
     [reply(function_call("question", {"questions": [{"question": "Deploy?"}]})), "Not deploying."]

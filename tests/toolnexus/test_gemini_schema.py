@@ -10,6 +10,7 @@ import pytest
 from google.genai import types
 
 import toolnexus as tn
+from agent import ClientSettings
 from agent.testing import FakeGemini
 from toolnexus import GeminiSchemaWarning, Tool, ToolContext
 
@@ -216,7 +217,8 @@ async def test_the_agent_sends_the_full_schema_without_dollar_schema() -> None:
 
     fake = FakeGemini(["done"])
     async with Agent(
-        toolkit=tn.toolkit([_mcp_tool()]), api_key="k", http_client=fake.http_client()
+        toolkit=tn.toolkit([_mcp_tool()]),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
     ) as agent:
         await agent.run("open it")
     [decl] = fake.requests[0].body["tools"][0]["functionDeclarations"]

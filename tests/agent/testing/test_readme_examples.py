@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import toolnexus as tn
-from agent import Agent, ModelError
+from agent import Agent, ClientSettings, ModelError
 from agent.testing import FakeGemini, ReplyLike, error, function_call, reply, thought
 
 
@@ -23,8 +23,7 @@ async def test_agent_reads_the_file(tmp_path: Path) -> None:
     agent = Agent(
         "gemini-3-flash-preview",
         tn.build(root=str(tmp_path)),
-        http_client=fake.http_client(),
-        api_key="test",
+        client=ClientSettings(http_client=fake.http_client(), api_key="test"),
     )
 
     result = await agent.run("What do my notes say?")
@@ -47,7 +46,8 @@ def _model(request: dict[str, Any]) -> ReplyLike:
 async def test_model_as_a_function(tmp_path: Path) -> None:
     fake = FakeGemini(_model)
     agent = Agent(
-        toolkit=tn.build(root=str(tmp_path)), http_client=fake.http_client(), api_key="test"
+        toolkit=tn.build(root=str(tmp_path)),
+        client=ClientSettings(http_client=fake.http_client(), api_key="test"),
     )
     result = await agent.run("Say hello through the shell")
     assert result.text == "The command printed: hello"
@@ -55,19 +55,19 @@ async def test_model_as_a_function(tmp_path: Path) -> None:
 
 async def test_rate_limit_is_retried_after_the_servers_delay() -> None:
     fake = FakeGemini([error(429, retry_delay=0.01), "Recovered."])
-    agent = Agent(http_client=fake.http_client(), api_key="test")
+    agent = Agent(client=ClientSettings(http_client=fake.http_client(), api_key="test"))
     assert (await agent.run("hi")).text == "Recovered." and len(fake.requests) == 2
 
 
 async def test_a_bad_request_is_not_retried() -> None:
     fake = FakeGemini([error(400, message="Bad thing.")])
     with pytest.raises(ModelError):
-        await Agent(http_client=fake.http_client(), api_key="test").run("hi")
+        await Agent(client=ClientSettings(http_client=fake.http_client(), api_key="test")).run("hi")
     assert len(fake.requests) == 1
 
 
 async def test_an_exhausted_script_fails_the_agent_at_once() -> None:
     fake = FakeGemini([])
     with pytest.raises(ModelError, match="script exhausted"):
-        await Agent(http_client=fake.http_client(), api_key="test").run("hi")
+        await Agent(client=ClientSettings(http_client=fake.http_client(), api_key="test")).run("hi")
     assert [r.status for r in fake.requests] == [400], "a script problem is not retried"

@@ -63,6 +63,10 @@ class Steps:
     random id of a run.
     """
 
+    durable: bool = False
+    """Whether the steps outlive the process. A durable run's questions wait for
+    `Steps.wait` only: the agent's in-process ``wait_for`` is not used."""
+
     def model(
         self, request: ModelRequest, call: Callable[[], AsyncGenerator[ModelItem, None]]
     ) -> AsyncGenerator[ModelItem, None]:

@@ -1,0 +1,237 @@
+"""Capabilities: how a feature plugs into a run without a branch in the loop.
+
+A `Capability` belongs to an agent. It may shape the agent's request once (`shape`: function
+declarations, generation config, system text, Gemini's built-in tools) and, for each run,
+return a `RunCapability` holding that run's state. The loop calls the run capabilities at
+fixed points, each a no-op unless overridden:
+
+- `RunCapability.before_call`: before each model call (budgets stop the run, compaction
+  rewrites the transcript, hooks rewrite or veto the request);
+- `RunCapability.attempt`: around each attempt of a model call (tracing spans);
+- `RunCapability.received`: each response as it arrives, before it is classified (hooks
+  replace or veto it; built-in tools report what they did);
+- `RunCapability.review`: the step `decide` chose for a response (typed output accepts or
+  re-asks, budgets stop before calls run);
+- `RunCapability.tool`: around each tool call (tracing, hooks, approval);
+- `RunCapability.finish`: fields added to the result (output, grounding);
+- `RunCapability.close`: the run ended (with its result, or the error that ended it).
+
+The order in which capabilities apply is the list `agent._plan.capabilities_of` builds. The
+protocol is private while the features written against it live in this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agent._decide import Step
+    from agent._response import ModelResponse
+    from agent._result import RunResult
+    from agent._state import RunState
+    from agent.events import ToolCall
+    from agent.hooks import ModelRequest
+    from agent.steps import ToolStep
+    from toolnexus import Answer, Request, Toolkit, ToolResult
+
+__all__ = [
+    "AttemptSpan",
+    "Capability",
+    "Chain",
+    "Invocation",
+    "Proceed",
+    "RequestShape",
+    "RunCapability",
+    "Vetoed",
+]
+
+
+@dataclass
+class RequestShape:
+    """The parts of an agent's request that capabilities shape once, before any run."""
+
+    model: str
+    """The model name."""
+    toolkit: Toolkit
+    """The tools the model may call."""
+    declarations: list[dict[str, Any]]
+    """Function declarations sent with every request (``parametersJsonSchema`` form)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """``GenerateContentConfig`` fields (snake_case)."""
+    system: list[str] = field(default_factory=list)
+    """Parts of the fixed system instruction, joined by a blank line."""
+    builtin: list[Any] = field(default_factory=list)
+    """Gemini's built-in tools (SDK ``Tool`` objects), sent before the declarations."""
+
+
+@dataclass(frozen=True, slots=True)
+class Vetoed:
+    """Returned by `RunCapability.received` to drop the response and end the run blocked."""
+
+    reason: str
+    """Why; the run ends ``"blocked"`` with it."""
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One execution of a tool call, as the tool wrappers see it."""
+
+    call: ToolCall
+    """The call the model asked for."""
+    args: dict[str, Any]
+    """The arguments the tool will run with (a before-tool hook may change them)."""
+    step: ToolStep
+    """Runs the execution as a durable step (see `Steps.tool`)."""
+    answered: tuple[Request, Answer] | None = None
+    """``(request, answer)`` when a call that suspended earlier is re-run with its answer."""
+
+
+Proceed = Callable[[Invocation], Awaitable["ToolResult"]]
+"""Runs the rest of the chain: the next wrapper, and at the end the tool itself."""
+
+
+class AttemptSpan(Protocol):
+    """What `RunCapability.attempt` yields: told the response of a successful attempt."""
+
+    def done(self, response: ModelResponse) -> None:
+        """Record the attempt's response."""
+
+
+class _NoSpan:
+    def done(self, response: ModelResponse) -> None:
+        """Record nothing."""
+
+
+_NO_SPAN = _NoSpan()
+
+
+class RunCapability:
+    """A capability's state for one run; every plug-in point is a no-op by default."""
+
+    async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
+        """Return the request to send, or a `Stop` that ends the run before the call.
+
+        Called before each model turn, in capability order; each gets the request the one
+        before it returned. A capability that changes ``run.contents`` returns
+        ``run.request()`` to rebuild the request over the new transcript.
+        """
+        return request
+
+    @contextlib.contextmanager
+    def attempt(self, run: RunState, request: ModelRequest) -> Iterator[AttemptSpan]:
+        """Wrap one attempt of a model call (a failed attempt raises through the block)."""
+        yield _NO_SPAN
+
+    async def received(
+        self, run: RunState, request: ModelRequest, response: ModelResponse
+    ) -> ModelResponse | Vetoed:
+        """Return the response to classify (maybe replaced), or `Vetoed` to drop it."""
+        return response
+
+    async def review(self, run: RunState, response: ModelResponse, step: Step) -> Step:
+        """Return the step the loop takes after ``response`` (``decide``'s, or another)."""
+        return step
+
+    async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
+        """Run one tool call: change ``invocation.args``, answer it, or ``proceed``."""
+        return await proceed(invocation)
+
+    def finish(self, run: RunState, fields: dict[str, Any]) -> None:
+        """Add fields of the `RunResult` being built (``output``, ``grounding``, ...)."""
+
+    def close(self, run: RunState, result: RunResult | None, error: BaseException | None) -> None:
+        """Take note that the run ended with ``result``, or raised ``error`` (called once)."""
+
+
+class Capability:
+    """A feature of an agent: shapes the request once, and plugs into each run."""
+
+    def shape(self, shape: RequestShape) -> None:
+        """Add to or change the agent's request (called once, when the agent is built)."""
+
+    def start(self, run: RunState) -> RunCapability | None:
+        """Return this capability's state for a new run, or ``None`` to stay out of it."""
+        return None
+
+
+def overrides(obj: RunCapability, name: str) -> bool:
+    """Tell whether ``obj`` implements the plug-in point ``name`` (not the no-op)."""
+    return getattr(type(obj), name) is not getattr(RunCapability, name)
+
+
+class Chain:
+    """The run capabilities of one run, called at each plug-in point in their order."""
+
+    def __init__(self, runs: list[RunCapability]) -> None:
+        self.runs = runs
+        self._before = [r for r in runs if overrides(r, "before_call")]
+        self._attempt = [r for r in runs if overrides(r, "attempt")]
+        self._received = [r for r in runs if overrides(r, "received")]
+        self._review = [r for r in runs if overrides(r, "review")]
+        self._tool = [r for r in runs if overrides(r, "tool")]
+        self._finish = [r for r in runs if overrides(r, "finish")]
+        self._close = [r for r in runs if overrides(r, "close")]
+
+    async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
+        """Return the request to send, or the `Stop` a capability ended the run with."""
+        from agent._decide import Stop
+
+        for capability in self._before:
+            outcome = await capability.before_call(run, request)
+            if isinstance(outcome, Stop):
+                return outcome
+            request = outcome  # type: ignore[assignment]
+        return request
+
+    @contextlib.contextmanager
+    def attempt(self, run: RunState, request: ModelRequest) -> Iterator[list[AttemptSpan]]:
+        """Wrap one attempt of a model call in every capability's `attempt`."""
+        if not self._attempt:
+            yield []
+            return
+        with contextlib.ExitStack() as stack:
+            yield [stack.enter_context(c.attempt(run, request)) for c in self._attempt]
+
+    async def received(
+        self, run: RunState, request: ModelRequest, response: ModelResponse
+    ) -> ModelResponse | Vetoed:
+        """Return the response as the capabilities leave it, or the first veto."""
+        for capability in self._received:
+            outcome = await capability.received(run, request, response)
+            if isinstance(outcome, Vetoed):
+                return outcome
+            response = outcome
+        return response
+
+    async def review(self, run: RunState, response: ModelResponse, step: Step) -> Step:
+        """Return the step after every capability reviewed it."""
+        for capability in self._review:
+            step = await capability.review(run, response, step)
+        return step
+
+    def tool(self, run: RunState, invocation: Invocation, end: Proceed) -> Awaitable[ToolResult]:
+        """Run ``invocation`` through the tool wrappers, outermost first, ``end`` last."""
+        proceed = end
+        for capability in reversed(self._tool):
+            proceed = _wrapped(capability, run, proceed)
+        return proceed(invocation)
+
+    def finish(self, run: RunState, fields: dict[str, Any]) -> None:
+        """Let every capability add its result fields."""
+        for capability in self._finish:
+            capability.finish(run, fields)
+
+    def close(self, run: RunState, result: RunResult | None, error: BaseException | None) -> None:
+        """Tell every capability the run ended."""
+        for capability in self._close:
+            capability.close(run, result, error)
+
+
+def _wrapped(capability: RunCapability, run: RunState, proceed: Proceed) -> Proceed:
+    def call(invocation: Invocation) -> Awaitable[ToolResult]:
+        return capability.tool(run, invocation, proceed)
+
+    return call

@@ -1,0 +1,320 @@
+"""The one place a run is assembled: `RunPlan`, from the agent's `AgentCore` and a call's inputs.
+
+Every run — ``Agent.run``, ``run_sync``, ``stream``, ``compact``, a sub-agent call, a durable
+run, each CLI subcommand's — comes from ``Agent.plan(...)``. The plan resolves what is per
+run (the system prompt built from ``deps``, the session, the usage limits, the steps, the
+parent run when it is a sub-agent's), starts each capability's run state, and drives the
+loop. Nothing else constructs the loop, so a feature cannot work in one entry point and
+vanish in another.
+
+`capabilities_of` is the order in which features apply: one list, here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent._approval import Approval, ApprovalPolicy
+from agent._builtin_tools import BuiltinTools
+from agent._calls import maybe
+from agent._capability import Capability, Chain, RunCapability
+from agent._compaction import Compaction, Compactor, compact
+from agent._contents import check_prompt, to_contents
+from agent._declarations import system_instruction
+from agent._hooked import HookCalls
+from agent._limits import Budget
+from agent._loop import Run
+from agent._media import prompt_content
+from agent._output import TypedOutput
+from agent._session import open_session
+from agent._state import RunState, current_run
+from agent._traced import Tracing
+from agent.errors import ConfigurationError, DeadlineExceededError, RunError
+from agent.events import DoneEvent, Event, SubAgentEvent
+from agent.hooks import Hooks
+from agent.steps import Steps
+
+if TYPE_CHECKING:
+    from agent._calls import WaitFor
+    from agent._limits import UsageLimits
+    from agent._media import Prompt
+    from agent._model import GeminiModel
+    from agent._options import RunLimits
+    from agent._result import RunResult
+    from agent._store import Store
+    from toolnexus import Answer, Toolkit
+
+__all__ = ["AgentCore", "RunPlan", "SystemPrompt", "capabilities_of"]
+
+SystemPrompt = Callable[[Any], "str | Awaitable[str | None] | None"]
+"""A system prompt built per run from the run's ``deps`` (sync or async)."""
+
+
+def capabilities_of(
+    *,
+    hooks: Hooks | None,
+    approval: ApprovalPolicy,
+    output: TypedOutput | None,
+    builtin: BuiltinTools | None,
+    compaction: Compaction | bool | None,
+) -> list[Capability]:
+    """Return an agent's capabilities in the order they apply at each point of a run."""
+    listed: list[Capability | None] = [
+        # Spans first: the run span is open before anything else starts, and each tool
+        # span covers the hooks and the approval of its call.
+        Tracing(),
+        # Budgets: checked before each call (compaction's summary too) and after each turn.
+        Budget(),
+        # Compaction before the hooks, so a before-model hook sees the request as sent.
+        _Compaction(compaction),
+        # Hooks: the request and response as the user sees them; before-tool rewrites the
+        # arguments before the approval rule sees them.
+        HookCalls(hooks) if hooks is not None else None,
+        # Built-in tools: report grounding and code runs of each (hook-replaced) response.
+        builtin,
+        # Typed output: accepts the final answer, or asks again; shapes its schema first.
+        output,
+        # Approval: the last wrapper before the tool runs.
+        Approval(approval),
+    ]
+    return [capability for capability in listed if capability is not None]
+
+
+class _Compaction(Capability):
+    """Compaction as the agent was configured: always, never, or for session runs."""
+
+    def __init__(self, setting: Compaction | bool | None) -> None:
+        self.setting = setting
+
+    def start(self, run: RunState) -> RunCapability | None:
+        policy = policy_for(self.setting, run.session)
+        return None if policy is None else Compactor(policy).start(run)
+
+
+def policy_for(setting: Compaction | bool | None, session: str | None) -> Compaction | None:
+    """Return the compaction that applies to a run (``None`` (default): session runs only)."""
+    if setting is None:
+        return Compaction() if session is not None else None
+    if setting is False or setting is True:
+        return Compaction() if setting else None
+    return setting
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCore:
+    """What every run of one agent shares, built once when the agent is."""
+
+    model: GeminiModel
+    """The model seam, with the agent's fixed request (tools, config, system text)."""
+    toolkit: Toolkit
+    """The tools the model may call."""
+    limits: RunLimits
+    """Turn and retry policy."""
+    capabilities: tuple[Capability, ...]
+    """The features, in the order they apply."""
+    wait_for: WaitFor | None
+    """Answers suspended tools inline (not in durable runs)."""
+    system_prompt: SystemPrompt | None
+    """A system prompt built per run from ``deps``, or ``None`` for a fixed one."""
+    catalog: str
+    """The skills catalog, after the system prompt in the system instruction."""
+    usage_limits: UsageLimits | None
+    """Budgets of every run (a call's own replace them)."""
+    compaction: Compaction | bool | None
+    """The agent's compaction setting (see `policy_for`)."""
+    store: Callable[[], Store]
+    """Where ``session=`` conversations are kept."""
+
+
+class RunPlan:
+    """One run of an agent, ready to go: ``events()``, ``result()`` or ``compact()``.
+
+    Made by `Agent.plan`; see there.
+    """
+
+    def __init__(
+        self,
+        core: AgentCore,
+        prompt: Prompt | None,
+        *,
+        history: Sequence[Any] | None = None,
+        answer: Answer | None = None,
+        session: str | None = None,
+        deps: Any = None,
+        usage_limits: UsageLimits | None = None,
+        steps: Steps | None = None,
+        streaming: bool = False,
+        name: str | None = None,
+    ) -> None:
+        if session is not None and history is not None:
+            raise ConfigurationError("pass either history= or session=, not both")
+        if prompt is not None:
+            check_prompt(prompt)
+        self.core = core
+        self.prompt = prompt
+        self.history = history
+        self.answer = answer
+        self.session = session
+        self.deps = deps
+        self.usage_limits = usage_limits if usage_limits is not None else core.usage_limits
+        self.steps = steps or Steps()
+        self.parent = current_run()
+        """The run whose tool call makes this one (a sub-agent's parent), if any."""
+        self.depth = self.parent.depth + 1 if self.parent is not None else 0
+        """How deep this run is nested in sub-agent calls (0: a top-level run)."""
+        self.streaming = self.parent.streaming if self.parent is not None else streaming
+        self.name = name
+
+    # -- entry points ---------------------------------------------------------------------------
+
+    async def events(self) -> AsyncGenerator[Event, None]:
+        """Run to the end, yielding every event; the last one is `DoneEvent`.
+
+        A sub-agent's events also reach its parent's stream, as `SubAgentEvent`s.
+        """
+        async with self._opened() as run, contextlib.aclosing(self._drive(run)) as events:
+            async for event in events:
+                yield event
+
+    async def result(self) -> RunResult:
+        """Run to the end and return the result (the events are forwarded, not kept)."""
+        result: RunResult | None = None
+        async with contextlib.aclosing(self.events()) as events:
+            async for event in events:
+                if isinstance(event, DoneEvent):
+                    result = event.result
+        assert result is not None
+        return result
+
+    async def compact(self, policy: Compaction) -> RunResult:
+        """Compact the transcript now, whatever its size; save it when it is a session's."""
+        async with self._opened(compacting=True) as run:
+            result: RunResult | None = None
+            error: BaseException | None = None
+            try:
+                await compact(run.state, policy, force=True)
+                await run.checkpoint(None)
+                result = run.state.result("completed")
+                return result
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                run.chain.close(run.state, result, error)
+
+    # -- assembly -------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _opened(self, *, compacting: bool = False) -> AsyncIterator[Run]:
+        """Hold the session (if any) and yield the run assembled over it."""
+        core = self.core
+        # A summary request carries no system instruction: compacting builds none.
+        model = core.model if compacting else await self._model()
+        store = core.store() if self.session is not None else None
+        async with open_session(store, self.session, model.name) as opened:
+            contents = opened.contents if opened.contents is not None else self.history
+            if self.prompt is None and not contents and not compacting:
+                raise ConfigurationError("run() needs a prompt, or a history to continue or resume")
+            state = RunState(
+                model=model,
+                toolkit=core.toolkit,
+                limits=core.limits,
+                steps=self.steps,
+                contents=to_contents(contents or ()),
+                deps=self.deps,
+                wait_for=None if self.steps.durable else core.wait_for,
+                usage_limits=self.usage_limits,
+                streaming=self.streaming,
+                parent=self.parent,
+                session=self.session,
+                name=self.name,
+            )
+            state.archive = opened.archive
+            chain = Chain([r for c in core.capabilities if (r := c.start(state)) is not None])
+            state.result_fields = lambda fields: chain.finish(state, fields)
+            prompt = prompt_content(self.prompt) if self.prompt is not None else None
+            yield Run(state, chain, prompt=prompt, answer=self.answer, save=opened.save)
+
+    async def _model(self) -> GeminiModel:
+        """Return the model of this run: the agent's, with the per-run system prompt if any."""
+        core = self.core
+        if core.system_prompt is None:
+            return core.model
+        text = await maybe(core.system_prompt(self.deps))
+        return core.model.with_system(system_instruction(text, core.catalog))
+
+    async def _drive(self, run: Run) -> AsyncGenerator[Event, None]:
+        """Yield the loop's events under the deadline; close the capabilities at the end."""
+        closed = False
+
+        def close(result: RunResult | None, error: BaseException | None) -> None:
+            nonlocal closed
+            if not closed:
+                closed = True
+                run.chain.close(run.state, result, error)
+                self._report(result, error)
+
+        try:
+            async with contextlib.aclosing(self._deadlined(run)) as events:
+                async for event in events:
+                    if isinstance(event, DoneEvent):
+                        # Nothing happens after the last event: close now, not when the
+                        # consumer gets round to closing the stream.
+                        close(event.result, None)
+                    self._forward(event)
+                    yield event
+        except BaseException as exc:
+            close(None, exc)
+            raise
+        finally:
+            close(None, None)
+
+    async def _deadlined(self, run: Run) -> AsyncGenerator[Event, None]:
+        deadline = run.state.limits.deadline
+        events = run.events()
+        async with contextlib.aclosing(events):
+            if deadline is None:
+                async for event in events:
+                    yield event
+                return
+            # The clock goes through the steps: a durable run replayed after a crash keeps
+            # the deadline of its first start.
+            started = await self.steps.now()
+            loop = asyncio.get_running_loop()
+            when = loop.time() + started + deadline - time.time()
+            while True:
+                try:
+                    async with asyncio.timeout_at(when) as scope:
+                        event = await anext(events)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    if not scope.expired():
+                        raise
+                    raise DeadlineExceededError(
+                        f"the run passed its deadline of {deadline:g} s",
+                        result=run.state.result("incomplete", reason="deadline"),
+                    ) from None
+                yield event
+
+    def _forward(self, event: Event) -> None:
+        """Hand a sub-agent's event to its parent's stream, marked with its name and depth."""
+        parent = self.parent
+        if parent is None:
+            return
+        nested = event if isinstance(event, SubAgentEvent) else None
+        parent.emit(nested or SubAgentEvent(self.name or "agent", self.depth, event))
+
+    def _report(self, result: RunResult | None, error: BaseException | None) -> None:
+        """Add a sub-agent's usage and cost to its parent's, finished or failed."""
+        if self.parent is None:
+            return
+        if result is None and isinstance(error, RunError):
+            result = error.result
+        if result is not None:
+            self.parent.adopt(result)
