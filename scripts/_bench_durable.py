@@ -31,8 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent import ClientSettings
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -62,7 +60,7 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
     from dbos import DBOS
 
     import toolnexus as tn
-    from agent import Agent
+    from agent import Agent, ClientSettings
     from agent.dbos import DurableAgent
     from agent.testing import FakeGemini
 

@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent import ClientSettings
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
@@ -122,7 +120,7 @@ def declarations(scenario: str, base_url: str, folder: Path) -> Path:
     import warnings
 
     import toolnexus as tn
-    from agent import Agent
+    from agent import Agent, ClientSettings
 
     tools = [tn.define_tool(fn, name=name) for name, fn in sc.functions(scenario).items()]
     toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
