@@ -481,7 +481,10 @@ class Agent:
         settings = await self._with_deps(settings, deps)
         async with self._session(session) as (saved, save, archive):
             trace = RunTrace(
-                self.model, session=session, vertex=bool(self._model.clients.genai.vertexai)
+                self.model,
+                session=session,
+                client=self._model.clients.genai,
+                toolkit=settings.toolkit,
             )
             run = Run(
                 settings,

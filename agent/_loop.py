@@ -459,13 +459,12 @@ class Run:
             async for attempt in retrying(self.settings.retry, self._on_retry(request, retries)):
                 while retries:
                     yield retries.pop(0)
-                with attempt, self.trace.model_call(request.contents) as span:
+                with attempt, self.trace.model_call(request, stream=self.streaming) as span:
                     attempts += 1
                     call = self.settings.model.call(request, stream=self.streaming)
                     async with contextlib.aclosing(call) as items:
                         async for item in items:
-                            if isinstance(item, ModelResponse):
-                                span.done(item)
+                            span.saw(item)
                             yield item
         except CallFailed as failed:
             failure = failed.info
@@ -723,7 +722,7 @@ class Run:
         request = ModelRequest(model.name, [prompt], config, self.turns + 1)
         response: ModelResponse | None = None
         try:
-            with self.trace.model_call(request.contents) as span:
+            with self.trace.model_call(request) as span:
                 async with contextlib.aclosing(model.call(request, stream=False)) as items:
                     async for item in items:
                         if isinstance(item, ModelResponse):
