@@ -94,15 +94,15 @@ Proceed = Callable[[Invocation], Awaitable["ToolResult"]]
 
 
 class AttemptSpan(Protocol):
-    """What `RunCapability.attempt` yields: told the response of a successful attempt."""
+    """What `RunCapability.attempt` yields: shown each item of the attempt as it arrives."""
 
-    def done(self, response: ModelResponse) -> None:
-        """Record the attempt's response."""
+    def saw(self, item: object) -> None:
+        """Note one item: a text or thought piece, or the `ModelResponse` that ends it."""
 
 
 class _NoSpan:
-    def done(self, response: ModelResponse) -> None:
-        """Record nothing."""
+    def saw(self, item: object) -> None:
+        """Note nothing."""
 
 
 _NO_SPAN = _NoSpan()
@@ -121,7 +121,7 @@ class RunCapability:
         return request
 
     @contextlib.contextmanager
-    def attempt(self, run: RunState, request: ModelRequest) -> Iterator[AttemptSpan]:
+    def attempt(self, run: RunState, request: ModelRequest, stream: bool) -> Iterator[AttemptSpan]:
         """Wrap one attempt of a model call (a failed attempt raises through the block)."""
         yield _NO_SPAN
 
@@ -187,13 +187,15 @@ class Chain:
         return request
 
     @contextlib.contextmanager
-    def attempt(self, run: RunState, request: ModelRequest) -> Iterator[list[AttemptSpan]]:
+    def attempt(
+        self, run: RunState, request: ModelRequest, stream: bool
+    ) -> Iterator[list[AttemptSpan]]:
         """Wrap one attempt of a model call in every capability's `attempt`."""
         if not self._attempt:
             yield []
             return
         with contextlib.ExitStack() as stack:
-            yield [stack.enter_context(c.attempt(run, request)) for c in self._attempt]
+            yield [stack.enter_context(c.attempt(run, request, stream)) for c in self._attempt]
 
     async def received(
         self, run: RunState, request: ModelRequest, response: ModelResponse

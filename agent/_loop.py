@@ -230,14 +230,13 @@ class Run:
             async for attempt in retrying(state.limits.retry, self._on_retry(request, retries)):
                 while retries:
                     yield retries.pop(0)
-                with attempt, self.chain.attempt(state, request) as spans:
+                with attempt, self.chain.attempt(state, request, stream) as spans:
                     attempts += 1
                     call = state.model.call(request, stream=stream)
                     async with contextlib.aclosing(call) as items:
                         async for item in items:
-                            if isinstance(item, ModelResponse):
-                                for span in spans:
-                                    span.done(item)
+                            for span in spans:
+                                span.saw(item)
                             yield item
         except CallFailed as failed:
             failure = failed.info

@@ -55,6 +55,8 @@ class Model(Protocol):
     """The model name sent with every request."""
     vertex: bool
     """Whether the model is reached through Vertex AI (for tracing's provider name)."""
+    base_url: str | None
+    """The endpoint requests go to, if known (for tracing's server attributes)."""
 
     def request(self, contents: list[Content], turn: int) -> ModelRequest:
         """Return the request of model turn ``turn`` over ``contents``."""
@@ -89,6 +91,8 @@ class GeminiModel:
     def __init__(self, name: str, config: Config, clients: Clients) -> None:
         self.vertex = bool(clients.genai.vertexai)
         """Whether the client talks to Vertex AI."""
+        self.base_url = _base_url(clients.genai)
+        """The endpoint the client calls, as the SDK resolved it (``None`` if unknown)."""
         self.name = name
         """The model name sent with every request (verbatim)."""
         self.config = config
@@ -254,6 +258,17 @@ class GeminiModel:
         """Close the HTTP client the agent created (a supplied one is left open)."""
         if self.clients.http is not None:
             await self.clients.http.aclose()
+
+
+def _base_url(client: genai.Client) -> str | None:
+    """Return the endpoint ``client`` calls, or ``None`` if it cannot be read.
+
+    The SDK resolves it (``base_url=``, ``GOOGLE_GEMINI_BASE_URL``, Vertex's regional host)
+    but keeps it on a private object.
+    """
+    options = getattr(getattr(client, "_api_client", None), "_http_options", None)
+    base = getattr(options, "base_url", None)
+    return base if isinstance(base, str) else None
 
 
 def _parsed(raw: Any) -> ModelResponse:

@@ -28,7 +28,14 @@ class Tracing(Capability):
     def start(self, run: RunState) -> RunCapability | None:
         if not tracing_on():
             return None
-        trace = RunTrace(run.model.name, session=run.session, vertex=run.model.vertex)
+        trace = RunTrace(
+            run.model.name,
+            session=run.session,
+            vertex=run.model.vertex,
+            base_url=run.model.base_url,
+            toolkit=run.toolkit,
+            agent_name=run.name,
+        )
         return _TracedRun(trace)
 
 
@@ -37,8 +44,8 @@ class _TracedRun(RunCapability):
         self.trace = trace
 
     @contextlib.contextmanager
-    def attempt(self, run: RunState, request: ModelRequest) -> Iterator[AttemptSpan]:
-        with self.trace.model_call(request.contents) as span:
+    def attempt(self, run: RunState, request: ModelRequest, stream: bool) -> Iterator[AttemptSpan]:
+        with self.trace.model_call(request, stream=stream) as span:
             yield span
 
     async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:

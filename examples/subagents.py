@@ -47,7 +47,11 @@ async def main() -> None:
     fake = FakeGemini(play)
     http = fake.http_client()
     tools = tn.build(builtins={"tools": {"bash": False, "write": False, "webfetch": False}})
-    helpers = load_agents(HERE / "subagents", toolkit=tools, client=ClientSettings(api_key="offline", http_client=http))
+    helpers = load_agents(
+        HERE / "subagents",
+        toolkit=tools,
+        client=ClientSettings(api_key="offline", http_client=http),
+    )
     lead = Agent(
         toolkit=tn.toolkit(helpers), client=ClientSettings(api_key="offline", http_client=http)
     )

@@ -168,7 +168,10 @@ from agent import Agent, ApprovalPolicy, ClientSettings
 saved, root, base_url = sys.argv[1:]
 state = json.loads(open(saved).read())
 agent = Agent(
-    toolkit=tn.build(builtins={"tools": {"bash": False, "webfetch": False}}, root=root), approval=ApprovalPolicy(tools={"write": "ask"}), client=ClientSettings(api_key="test", base_url=base_url))
+    toolkit=tn.build(builtins={"tools": {"bash": False, "webfetch": False}}, root=root),
+    approval=ApprovalPolicy(tools={"write": "ask"}),
+    client=ClientSettings(api_key="test", base_url=base_url),
+)
 answer = {"id": state["request"]["id"], "ok": True, "data": {"approved": True}}
 result = agent.run_sync(history=state["contents"], answer=answer)
 print(result.status, result.text)

@@ -281,7 +281,10 @@ async def instant(seconds):
     pass
 
 fake = FakeGemini([error(503), "ok"])
-agent = Agent(limits=RunLimits(retry=RetryPolicy(sleep=instant)), client=ClientSettings(api_key="k", http_client=fake.http_client()))
+agent = Agent(
+    limits=RunLimits(retry=RetryPolicy(sleep=instant)),
+    client=ClientSettings(api_key="k", http_client=fake.http_client()),
+)
 result = agent.run_sync("go")
 print(result.status, len(result.retries))
 """
