@@ -134,7 +134,7 @@ def load_agents(
     Example::
 
         tk = tn.build()
-        helpers = load_agents("agents/", toolkit=tk, api_key=key)
+        helpers = load_agents("agents/", toolkit=tk, client=ClientSettings(api_key=key))
         main = Agent(toolkit=tn.toolkit([*tk, *helpers]))
 
     Args:

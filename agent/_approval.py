@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from agent._calls import call_hook
 from agent._capability import Capability, Invocation, Proceed, RunCapability
 from agent.errors import ConfigurationError
-from toolnexus import ArgumentError, Request, Tool, ToolResult
-from toolnexus._schema import schema_validator
+from toolnexus import ArgumentError, Request, Tool, ToolResult, schema_validator
 
 if TYPE_CHECKING:
     from agent._state import RunState
@@ -106,6 +105,19 @@ class ApprovalPolicy:
     """Rules by tool source (``"builtin"``, ``"mcp"``, ``"native"``, ``"agent"``, ...)."""
     default: Rule = "allow"
     """The rule for every other call."""
+
+    @staticmethod
+    def edit_problem(tool: Tool | None, args: Any) -> str | None:
+        """Check arguments a human edited against the tool's schema; return the problem.
+
+        Args:
+            tool: The tool the call goes to (``None``: unknown, nothing to check against).
+            args: The edited arguments.
+
+        Returns:
+            What is wrong with them, or ``None`` when the tool can run with them.
+        """
+        return check_edit(tool, args)
 
     def rule_for(self, tool: Tool) -> Rule:
         """Return the rule that decides calls to ``tool``."""

@@ -22,7 +22,8 @@ __all__ = ["MISSING_KEY", "ClientSettings", "Clients", "api_key_of", "build_clie
 
 MISSING_KEY = (
     "No Gemini API key found. Set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment "
-    "variable, or pass api_key=... to Agent (or a ready google.genai Client as client=...). "
+    "variable, or pass client=ClientSettings(api_key=...) to Agent (or a ready google.genai "
+    "Client as client=...). "
     "Keys are created at https://aistudio.google.com/apikey. To try the agent without a key, "
     "run it against the fake Gemini in agent.testing (the `toolnexus-agent demo` command does)."
 )

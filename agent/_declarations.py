@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolnexus import Tool
-from toolnexus._gemini_schema import json_schema_parameters
+from toolnexus.adapter import json_schema_parameters
 
 __all__ = [
     "DeclarationProblem",

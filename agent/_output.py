@@ -135,9 +135,9 @@ class OutputSpec:
 
     def _problems(self, value: Any) -> Accept | list[str]:
         if self.adapter is None:
-            from toolnexus._schema import check
+            from toolnexus import schema_problems
 
-            found = check(value, self.schema)
+            found = schema_problems(value, self.schema)
             return found or Accept(value)
         import pydantic
 

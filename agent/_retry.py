@@ -52,8 +52,8 @@ class RetryPolicy:
 
     Example::
 
-        Agent(..., retry=RetryPolicy(attempts=3, max_wait=20.0))
-        Agent(..., retry=RetryPolicy(attempts=1))          # never retry
+        Agent(..., limits=RunLimits(retry=RetryPolicy(attempts=3, max_wait=20.0)))
+        Agent(..., limits=RunLimits(retry=RetryPolicy(attempts=1)))   # never retry
     """
 
     attempts: int = 5

@@ -46,10 +46,11 @@ from toolnexus.tool import (
 if TYPE_CHECKING:
     from toolnexus._build import build, build_async
     from toolnexus._execute import execute, execute_async
-    from toolnexus._function import define_tool
+    from toolnexus._function import as_tool, define_tool
     from toolnexus._http import http_tool
     from toolnexus._mcp import McpServerStatus, mcp_status
     from toolnexus._registry import Limits
+    from toolnexus._schema import schema_problems, schema_validator
     from toolnexus._skill_tool import skills_prompt
     from toolnexus._skills import Skill, SkillInventory, SkippedSkill, list_skills
     from toolnexus.adapter import to_anthropic, to_gemini, to_openai
@@ -60,6 +61,9 @@ _LAZY = {
     "execute": "toolnexus._execute",
     "execute_async": "toolnexus._execute",
     "define_tool": "toolnexus._function",
+    "as_tool": "toolnexus._function",
+    "schema_problems": "toolnexus._schema",
+    "schema_validator": "toolnexus._schema",
     "http_tool": "toolnexus._http",
     "McpServerStatus": "toolnexus._mcp",
     "mcp_status": "toolnexus._mcp",
@@ -107,6 +111,7 @@ __all__ = [
     "ToolResult",
     "Toolkit",
     "ToolnexusError",
+    "as_tool",
     "build",
     "build_async",
     "define_tool",
@@ -116,6 +121,8 @@ __all__ = [
     "list_skills",
     "mcp_status",
     "sanitize",
+    "schema_problems",
+    "schema_validator",
     "skills_prompt",
     "to_anthropic",
     "to_gemini",

@@ -147,6 +147,10 @@ def _check_array(
     return problems
 
 
+schema_problems = check
+"""Public name of `check`: the problems of a value against a JSON Schema (empty: it fits)."""
+
+
 def schema_validator(schema: Mapping[str, Any]) -> Validator:
     """Return a validator that raises `ArgumentError` listing every problem."""
 

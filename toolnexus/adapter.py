@@ -22,10 +22,19 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from toolnexus._gemini_schema import gemini_parameters, json_schema_parameters
+from toolnexus._gemini_schema import SCHEMA_KEYWORDS, gemini_parameters, json_schema_parameters
 from toolnexus.tool import Tool
 
-__all__ = ["to_anthropic", "to_gemini", "to_openai"]
+__all__ = [
+    "GEMINI_SCHEMA_KEYWORDS",
+    "json_schema_parameters",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai",
+]
+
+GEMINI_SCHEMA_KEYWORDS = SCHEMA_KEYWORDS
+"""The JSON Schema keywords Gemini's ``parameters`` field takes (the rest is rewritten)."""
 
 
 def _fields(tool: Tool) -> tuple[str, str, dict[str, Any]]:

@@ -107,7 +107,7 @@ async def answer_approval(
     the edited arguments as a JSON object and checks them against the tool's schema (up
     to three tries; ``tell`` shows why one was refused). No answer refuses.
     """
-    from agent._approval import check_edit
+    from agent import ApprovalPolicy
 
     data = request.get("data") or {}
     name = str(data.get("tool", ""))
@@ -129,7 +129,7 @@ async def answer_approval(
             except ValueError as exc:
                 problem: str | None = f"not JSON: {exc}"
             else:
-                problem = check_edit(tool, edited)
+                problem = ApprovalPolicy.edit_problem(tool, edited)
             if problem is None:
                 return {"id": request["id"], "ok": True, "data": {"approved": True, "args": edited}}
             tell(f"cannot use these arguments: {problem}")

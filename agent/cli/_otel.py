@@ -1,6 +1,6 @@
 """Export the agent's OpenTelemetry spans from the command line, set up by ``OTEL_*`` variables.
 
-The library only emits spans (see ``agent._tracing``); a program decides where they go. The
+The library only emits spans (see the tracing docs); a program decides where they go. The
 CLI is such a program: when ``OTEL_TRACES_EXPORTER`` (``otlp``, ``console`` or ``none``) or
 an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
 is set and the ``otel`` extra is installed, it installs an SDK tracer provider that sends

@@ -33,7 +33,7 @@ from agent.events import (
 
 if TYPE_CHECKING:
     from agent import Agent, Cost, RunResult
-    from agent._media import Prompt
+    from agent import Prompt
     from toolnexus import ToolResult
 
 __all__ = [

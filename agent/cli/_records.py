@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from agent.cli._exits import CliError
 
 if TYPE_CHECKING:
-    from agent._result import RunResult
+    from agent import RunResult
 
 __all__ = ["crashed_record", "result_record"]
 

@@ -68,7 +68,7 @@ def load_tools(spec: str) -> list[Tool]:
         CliError: The spec is malformed, the module cannot be imported, or a value is
             neither a Tool nor a function ``define_tool`` can describe.
     """
-    from toolnexus._function import as_tool
+    from toolnexus import as_tool
 
     value = import_attr("--tools", spec, "mytools:forecast")
     tools: list[Tool] = []

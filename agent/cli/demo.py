@@ -112,7 +112,7 @@ def run_demo(
 
 async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path | None) -> int:
     import toolnexus as tn
-    from agent import Agent, RetryPolicy
+    from agent import Agent, ClientSettings, RetryPolicy, RunLimits
     from agent.testing import read_scenario
 
     with demo_data() as data:
@@ -134,12 +134,14 @@ async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path
     retry = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
     if transport == "http":
         with fake.serve() as server:
-            agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY, retry=retry)
+            client = ClientSettings(base_url=server.base_url, api_key=_DEMO_KEY)
+            agent = Agent(model, toolkit, limits=RunLimits(retry=retry), client=client)
             result = await _play(agent, prompt, out)
             await agent.aclose()
     else:
         async with fake.http_client() as http:
-            agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY, retry=retry)
+            client = ClientSettings(http_client=http, api_key=_DEMO_KEY)
+            agent = Agent(model, toolkit, limits=RunLimits(retry=retry), client=client)
             result = await _play(agent, prompt, out)
     files = [str(name) for name in scenario.extra.get("files") or []]
     return _verdict(result, fake, workspace, files, out)

@@ -30,8 +30,7 @@ from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
-    from agent import RunResult
-    from agent._media import Prompt
+    from agent import Prompt, RunResult
     from toolnexus import Tool
 
 __all__ = ["add_parser", "command"]

@@ -21,7 +21,7 @@ from agent.testing._signatures import (
     decode_signature,
     is_dummy,
 )
-from toolnexus._gemini_schema import SCHEMA_KEYWORDS
+from toolnexus.adapter import GEMINI_SCHEMA_KEYWORDS as SCHEMA_KEYWORDS
 
 __all__ = ["check_request", "lenient_family", "normalize"]
 
