@@ -220,6 +220,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "approval": args.approval,
                         "output_schema": output_schema,
                         "deps": args.deps,
+                        "builtin_tools": list(args.builtin_tools or ()),
                     }
                     options: EnqueueOptions = {
                         "workflow_name": TASK_WORKFLOW,
@@ -303,6 +304,7 @@ class WorkerRuntime:
             allow,
             approval,
             json.dumps(schema, sort_keys=True),
+            tuple(task.get("builtin_tools") or ()),
         )
         if key not in self._agents:
             # Nobody answers in a batch: a call that would ask is refused, unless allowed.
@@ -314,6 +316,7 @@ class WorkerRuntime:
                 max_turns=task["max_turns"],
                 approval=policy,
                 output_type=schema,
+                builtin_tools=key[-1],
             )
         return self._agents[key]
 

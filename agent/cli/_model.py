@@ -49,8 +49,17 @@ class AgentFactory:
     builtin_tools: tuple[str, ...] = ()
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
 
-    def make(self, toolkit: Toolkit, *, model: str | None = None, **options: Any) -> Agent:
+    def make(
+        self,
+        toolkit: Toolkit,
+        *,
+        model: str | None = None,
+        builtin_tools: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Agent:
         """Return an `Agent` on the shared client (see `make_agent` for the options).
+
+        ``model`` and ``builtin_tools`` default to the factory's (the command's flags).
 
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
@@ -61,7 +70,7 @@ class AgentFactory:
             api_key=self.api_key,
             scripted=self.fake is not None,
             model=model or self.model,
-            builtin_tools=self.builtin_tools,
+            builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
             **options,
         )
 

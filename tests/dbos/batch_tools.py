@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from toolnexus import define_tool
+from toolnexus import ToolContext, define_tool
 
 
 def _log(line: str) -> None:
@@ -27,3 +27,14 @@ def work(task: int) -> str:
         time.sleep(0.05)
     _log(f"end {task}")
     return f"worked on {task}"
+
+
+def deps_for(task: object) -> dict[str, str]:
+    """The ``--deps`` factory of the parity test: who the task is for."""
+    return {"user": getattr(task, "id", "?")}
+
+
+@define_tool
+def whoami(context: ToolContext) -> str:
+    """Say whom this task is for."""
+    return f"for {context.deps['user']}"
