@@ -84,3 +84,13 @@ def test_the_docs_home_and_the_readme_name_every_extra() -> None:
         text = page.read_text(encoding="utf-8")
         missing = [extra for extra in extras if f"[{extra}]`" not in text]
         assert not missing, f"{page.name} does not name the extras {missing}"
+
+
+def test_wide_code_and_tables_scroll_instead_of_being_cut_off() -> None:
+    # The readthedocs theme sets `overflow-x: hidden` on the body: without these rules the end
+    # of a long code line or a wide table cannot be seen at all.
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    css = "".join((DOCS / name).read_text(encoding="utf-8") for name in config["extra_css"])
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)))
+    scrolling = {selector.strip() for selector, body in rules.items() if "overflow-x: auto" in body}
+    assert {".rst-content pre", ".rst-content table"} <= scrolling, scrolling
