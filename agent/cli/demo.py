@@ -19,8 +19,8 @@ import logging
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -165,11 +165,9 @@ async def _demo(
     out: TextIO, style: Style, workspace: Path, transport: str, scenario: Scenario
 ) -> int:
     import toolnexus as tn
-    from agent import RetryPolicy
 
     with demo_data() as data:
         shutil.copytree(data / "skills", workspace / "skills")
-    _quiet_sdk_text_warning()
     # The commands run here are the scenario's own, in a throwaway folder, not a model's:
     # the shell's isolation (and its warning where bubblewrap is missing) is not needed.
     toolkit = tn.build(skills=str(workspace / "skills"), root=str(workspace), isolate_shell=False)
@@ -177,25 +175,27 @@ async def _demo(
     model = str(scenario.extra.get("model") or "gemini-3-flash-preview")
     prompt = scenario.prompt or "Say hello."
     schema = scenario.extra.get("output_schema")
-    # A retried failure of the scripted model is worth showing, not waiting for.
-    retry = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
-    asker = _Approver(out, style)
-    connection: dict[str, Any] = {"api_key": _DEMO_KEY, "retry": retry}
+    with _quiet_sdk_text_warning():
+        async with _connection(fake, transport) as connection:
+            agents = _agents(model, toolkit, schema, _Approver(out, style), connection)
+            _intro(out, style, agents[0], model, transport, prompt)
+            try:
+                result = await _play(agents[0], prompt, out, style)
+            finally:
+                for agent in agents:
+                    await agent.aclose()
+    return _verdict(result, fake, workspace, scenario, out, style)
+
+
+@asynccontextmanager
+async def _connection(fake: FakeGemini, transport: str) -> AsyncIterator[dict[str, Any]]:
+    """Yield the `Agent` keywords that reach ``fake``: over HTTP on 127.0.0.1, or in process."""
     if transport == "http":
         with fake.serve() as server:
-            agents = _agents(
-                model, toolkit, schema, asker, {**connection, "base_url": server.base_url}
-            )
-            _intro(out, style, agents[0], model, transport, prompt)
-            result = await _play(agents[0], prompt, out, style)
-            for agent in agents:
-                await agent.aclose()
+            yield {"base_url": server.base_url}
     else:
         async with fake.http_client() as http:
-            agents = _agents(model, toolkit, schema, asker, {**connection, "http_client": http})
-            _intro(out, style, agents[0], model, transport, prompt)
-            result = await _play(agents[0], prompt, out, style)
-    return _verdict(result, fake, workspace, scenario, out, style)
+            yield {"http_client": http}
 
 
 class _SdkTextWarning(logging.Filter):
@@ -210,10 +210,15 @@ class _SdkTextWarning(logging.Filter):
         return "non-text parts in the response" not in record.getMessage()
 
 
-def _quiet_sdk_text_warning() -> None:
+@contextmanager
+def _quiet_sdk_text_warning() -> Iterator[None]:
     sdk = logging.getLogger("google_genai.types")
-    if not any(isinstance(existing, _SdkTextWarning) for existing in sdk.filters):
-        sdk.addFilter(_SdkTextWarning())
+    quiet = _SdkTextWarning()
+    sdk.addFilter(quiet)
+    try:
+        yield
+    finally:
+        sdk.removeFilter(quiet)
 
 
 def _agents(
@@ -230,9 +235,12 @@ def _agents(
     demo's ``wait_for`` answers yes.
     """
     import toolnexus as tn
-    from agent import Agent
+    from agent import Agent, RetryPolicy
     from agent.cli._approval import cli_policy
 
+    # A retried failure of the scripted model is worth showing, not waiting for.
+    retry = RetryPolicy(attempts=3, initial_backoff=0.2, jitter=0.1)
+    connection = {**connection, "api_key": _DEMO_KEY, "retry": retry}
     reading = tn.toolkit(tool for tool in toolkit if tool.name in _REVIEWER_TOOLS)
     reviewer = Agent(model, reading, system_prompt=_REVIEWER_PROMPT, **connection)
     review = reviewer.as_tool(
