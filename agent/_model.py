@@ -14,8 +14,9 @@ failure means). They, and only they, import ``google.genai``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._api_errors import translate, unreadable
@@ -41,6 +42,40 @@ _SMALLEST_LIMIT = 32_768
 """No Gemini model takes less: a request below it needs no lookup."""
 _INPUT_LIMITS: dict[str, int] = {}
 """Input-token limits read from the API, per model name, once per process."""
+
+
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_in_call", default=False)
+
+
+class _OwnParts(logging.Filter):
+    """Drops google-genai's "non-text parts in the response" warning during our calls.
+
+    The SDK logs it (once per process) when a response it reads as text also holds function
+    calls; the loop reads every part itself, so the warning only confuses. Outside the
+    agent's own calls the warning is left alone.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_IN_CALL.get() and "non-text parts in the response" in record.getMessage())
+
+
+logging.getLogger("google_genai.types").addFilter(_OwnParts())
+
+
+@contextlib.contextmanager
+def _own_call() -> Iterator[None]:
+    """Mark the code inside as the agent's own SDK call (see `_OwnParts`)."""
+    token = _IN_CALL.set(True)
+    try:
+        yield
+    finally:
+        _IN_CALL.reset(token)
+
+
+async def _next_chunk(chunks: AsyncIterator[Any]) -> Any:
+    """Return the stream's next chunk (read as the agent's own call), or ``None`` at its end."""
+    with _own_call():
+        return await anext(chunks, None)
 
 
 class Model(Protocol):
@@ -217,14 +252,15 @@ class GeminiModel:
                 )
                 # Closed when the caller stops early, so the HTTP response is released.
                 async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                    async for chunk in chunks:
+                    while (chunk := await _next_chunk(chunks)) is not None:
                         for piece, is_thought in assembler.add(chunk):
                             yield _piece(piece, is_thought, request.turn)
                 raw = assembler.response()
             else:
-                raw = await self.clients.genai.aio.models.generate_content(
-                    model=request.model, contents=request.contents, config=request.config
-                )
+                with _own_call():
+                    raw = await self.clients.genai.aio.models.generate_content(
+                        model=request.model, contents=request.contents, config=request.config
+                    )
         except Exception as exc:  # cancellation is a BaseException and passes untouched
             failure = translate(exc, self.api_key)
             if failure is None:
@@ -275,7 +311,8 @@ def _parsed(raw: Any) -> ModelResponse:
     """Read a response; one the SDK cannot read is a failed call, not a crash."""
     failure = None
     try:
-        return parse(raw)
+        with _own_call():
+            return parse(raw)
     except ValueError as exc:
         failure = unreadable(exc)
     raise CallFailed(failure)

@@ -187,13 +187,8 @@ def output_spec(
     if isinstance(output_type, Mapping):
         schema = dict(output_type)
     else:
-        import pydantic
-
-        try:
-            adapter = pydantic.TypeAdapter(output_type)
-            schema = adapter.json_schema()
-        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
-            raise ConfigurationError(f"output_type cannot be described as JSON: {exc}") from None
+        adapter = _adapter(output_type)
+        schema = adapter.json_schema()
     if mode == "auto":
         native = not has_tools or accepts_schema_with_tools(model)
         mode = "native" if native else "tool"
@@ -206,6 +201,39 @@ def output_spec(
         adapter=adapter,
         wrapped=schema.get("type") != "object",
     )
+
+
+def _adapter(output_type: Any) -> Any:
+    """Return a pydantic ``TypeAdapter`` of ``output_type``, or say what to pass instead."""
+    import typing
+
+    import pydantic
+
+    if isinstance(output_type, str):
+        raise ConfigurationError(
+            f"output_type is the string {output_type!r}: pass the class itself (import it), "
+            "or a JSON Schema dict; 'module:Class' is the command line's spelling "
+            "(--output-schema)"
+        )
+    name = getattr(output_type, "__qualname__", repr(output_type))
+    if typing.is_typeddict(output_type) and type(output_type).__module__ == "typing":
+        raise ConfigurationError(
+            f"output_type {name} is a typing.TypedDict, which pydantic cannot read before "
+            "Python 3.12: define it with typing_extensions.TypedDict (the same syntax)"
+        )
+    try:
+        adapter = pydantic.TypeAdapter(output_type)
+        adapter.json_schema()
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        if isinstance(output_type, type):
+            raise ConfigurationError(
+                f"output_type {name} cannot be described as JSON: make it a pydantic model "
+                f"(class {name}(pydantic.BaseModel)) or a @dataclass, or pass a TypedDict or "
+                "a JSON Schema dict"
+            ) from None
+        first = str(exc).splitlines()[0]
+        raise ConfigurationError(f"output_type cannot be described as JSON: {first}") from None
+    return adapter
 
 
 Verdict: TypeAlias = Accept | Reject

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,27 +17,95 @@ from agent.cli.demo import demo_data, run_demo
 REPO = Path(__file__).resolve().parents[1]
 
 
+GREETING = "Hello, Ada! Greetings from the hello-world skill."
+
+
+def _lines_in_order(transcript: str, *expected: str) -> None:
+    """Each expected line is in the transcript, after the one before it."""
+    lines = transcript.splitlines()
+    at = 0
+    for line in expected:
+        assert line in lines[at:], f"{line!r} missing after line {at}:\n{transcript}"
+        at = lines.index(line, at) + 1
+
+
 @pytest.mark.parametrize("transport", ["inprocess", "http"])
-def test_demo_transcript_shows_skill_tools_and_answer(transport: str) -> None:
+def test_the_tour_shows_the_loop_approval_a_sub_agent_typed_output_and_cost(
+    transport: str,
+) -> None:
     out = io.StringIO()
     assert run_demo(out, transport=transport) == 0  # type: ignore[arg-type]
     transcript = out.getvalue()
     assert "No API key and no network are used." in transcript
-    thinking = "(thinking) The user wants a greeting, and there is a skill for that."
-    assert thinking in transcript, "streamed thought pieces are printed whole"
-    assert '-> skill {"name": "hello-world"}' in transcript
-    assert '<- skill: <skill_content name="hello-world"> (+' in transcript
-    assert "-> read " in transcript and "/scripts/greet.sh" in transcript
-    assert "-> bash " in transcript
-    assert "<- bash: Hello, Ada! Greetings from the hello-world skill.\n" in transcript
-    assert '-> write {"path": "greeting.txt"' in transcript
-    assert "<- write: Wrote 50 bytes to greeting.txt" in transcript
-    assert "--- turn 4 ---\nThe hello-world skill's script says: \"Hello, Ada!" in transcript
-    assert transcript.rstrip().endswith(
-        "greeting.txt holds 'Hello, Ada! Greetings from the hello-world skill.'"
+    assert "\033[" not in transcript, "not a terminal: plain text"
+    approval = "[y]es / [n]o [reason] / [e]dit"
+    answered = "> y  (answered by the demo; `run` asks you)"
+    _lines_in_order(
+        transcript,
+        "user> Greet Ada with the hello-world skill, save the greeting in greeting.txt, "
+        "have it reviewed.",
+        "--- turn 1 ---",
+        "(thinking) There is a skill for greetings. Load it first.",
+        '-> skill {"name": "hello-world"}',
+        "--- turn 2 ---",
+        '-> bash {"command": "bash skills/hello-world/scripts/greet.sh Ada"}',
+        f'? Allow bash {{"command": "bash skills/hello-world/scripts/greet.sh Ada"}}? {approval}',
+        answered,
+        f"<- bash: {GREETING}",
+        "--- turn 3 ---",
+        f'? Allow write {{"path": "greeting.txt", "content": "{GREETING}\\n"}}? {approval}',
+        answered,
+        "<- write: Wrote 50 bytes to greeting.txt (new file).",
+        "--- turn 4 ---",
+        '-> reviewer {"task": "Is the greeting in greeting.txt fit to send?"}',
+        '  [reviewer] -> read {"path": "greeting.txt"}',
+        f"  [reviewer] <- read: 00001| {GREETING} (+2 lines)",
+        "  [reviewer] done (completed)",
+        "<- reviewer: Warm, short and spelled right. Fit to send.",
+        "--- turn 5 ---",
+        f'{{"greeting": "{GREETING}",',
+        ' "saved_in": "greeting.txt",',
+        ' "review": "Warm, short and spelled right. Fit to send."}',
+        "result.output, the typed answer (checked, then parsed):",
+        f"  greeting  {GREETING}",
+        "  saved_in  greeting.txt",
+        "  review    Warm, short and spelled right. Fit to send.",
+        "done: completed in 5 model turns and 4 tool calls",
+        f"greeting.txt holds {GREETING!r}",
+        "usage: 14,005 tokens, the reviewer's included",
     )
-    assert "--- turn 4 ---" in transcript and "--- turn 5 ---" not in transcript
-    assert transcript.count("I saved that greeting in greeting.txt.") == 1
+    assert "--- turn 6 ---" not in transcript
+    assert re.search(r"^cost: \$0\.\d{6} \(gemini-3-flash-preview prices of ", transcript, re.M)
+    last = transcript.rstrip().splitlines()
+    assert last[-2].startswith("next: export GEMINI_API_KEY=") and "toolnexus-agent run" in last[-2]
+    assert "docs/index.md" in last[-1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_tour_is_coloured_on_a_terminal_unless_no_color(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    coloured = _Terminal()
+    assert run_demo(coloured) == 0
+    shown = coloured.getvalue()
+    assert '\033[36m-> skill {"name": "hello-world"}\033[0m\n' in shown  # a call: cyan
+    assert f"\033[32m<- bash: {GREETING}\033[0m\n" in shown  # a result: green
+    assert "\033[2;3m(thinking) There is a skill" in shown  # a thought: dim italic
+    assert "\033[1;33m? Allow bash " in shown  # the approval prompt: bold yellow
+    assert '\033[35m[reviewer]\033[0m \033[36m-> read {"path": "greeting.txt"}' in shown
+    assert "done: completed in 5 model turns" in shown
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = _Terminal()
+    assert run_demo(plain) == 0
+    assert "\033[" not in plain.getvalue()
+    assert plain.getvalue().startswith("toolnexus-agent demo: a two-minute tour")
 
 
 def test_demo_cleans_up_its_workspace_unless_kept(
@@ -59,7 +128,7 @@ def test_demo_cleans_up_its_workspace_unless_kept(
 
 def test_cli_demo_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
-    assert "done: completed in 4 model turns and 4 tool calls" in capsys.readouterr().out
+    assert "done: completed in 5 model turns and 4 tool calls" in capsys.readouterr().out
 
 
 def test_cli_without_a_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,6 +155,8 @@ def test_python_dash_m_agent_demo_exits_0_without_keys(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "done: completed" in done.stdout
+    assert "\033[" not in done.stdout, "piped: plain text"
+    assert done.stderr == "", "no warning (shell isolation, SDK) interrupts the tour"
     assert list(tmp_path.iterdir()) == [], "the demo writes only in its scratch workspace"
 
 
@@ -116,7 +187,10 @@ def test_demo_plays_another_scenario_and_checks_its_files(tmp_path: Path) -> Non
     )
     out = io.StringIO()
     assert run_demo(out, scenario=scenario) == 0
-    assert out.getvalue().rstrip().endswith("note.txt holds 'hi'")
+    assert "done: completed in 2 model turns and 1 tool call\nnote.txt holds 'hi'\n" in (
+        out.getvalue()
+    )
+    assert "output:" not in out.getvalue(), "no output_schema: an answer in plain text"
 
 
 @pytest.mark.parametrize(
@@ -171,3 +245,23 @@ def test_demo_and_run_show_events_in_the_same_words(
             "<- write: Wrote 2 bytes to note.txt (new file).",
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "--scenario: cannot read {path}: No such file or directory"),
+        ("turns: [{a: b\n", "--scenario: {path}:2:1: expected ',' or '}}', but got"),
+        ("just text\n", "--scenario: {path} is not a valid scenario: "),
+    ],
+)
+def test_a_bad_scenario_is_a_usage_error_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, problem: str
+) -> None:
+    path = tmp_path / "tour.yaml"
+    if content is not None:
+        path.write_text(content)
+    assert main(["demo", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(problem.format(path=path)), err
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, TextIO
 
+from agent.cli._style import Role, Style
 from agent.events import (
     CodeExecutionEvent,
     DoneEvent,
@@ -32,8 +33,7 @@ from agent.events import (
 )
 
 if TYPE_CHECKING:
-    from agent import Agent, Cost, RunResult
-    from agent import Prompt
+    from agent import Agent, Cost, Prompt, RunResult
     from toolnexus import ToolResult
 
 __all__ = [
@@ -108,12 +108,16 @@ class EventPrinter:
         out: Where the model's text goes (stdout, so ``> answer.txt`` keeps just the answer).
         err: Where the rest goes; may be ``out`` itself for a single transcript.
         turns: Also show a ``--- turn N ---`` line when a model turn starts.
+        style: Colours the lines by kind (see `agent.cli._style`); plain text by default.
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, turns: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, turns: bool = False, style: Style | None = None
+    ) -> None:
         self._out = out
         self._err = err
         self._turns = turns
+        self._style = style or Style()
         self._turn = 0
         self._at_line_start = True
         self._thinking: list[str] = []
@@ -126,7 +130,7 @@ class EventPrinter:
         turn = event.turn if isinstance(event, TextEvent | ThoughtEvent | ToolCallEvent) else 0
         if self._turns and turn > self._turn:
             self._turn = turn
-            self._line(f"\n--- turn {turn} ---")
+            self._line(f"\n--- turn {turn} ---", "turn")
         if isinstance(event, ThoughtEvent):
             self._thinking.append(event.text)
         elif isinstance(event, TextEvent):
@@ -135,11 +139,11 @@ class EventPrinter:
             self._out.flush()
             self._at_line_start = event.text.endswith("\n")
         elif isinstance(event, ToolCallEvent):
-            self._line(describe_call(event.call))
+            self._line(describe_call(event.call), "call")
         elif isinstance(event, ToolResultEvent):
-            self._line(describe_result(event.call, event.result))
+            self._line(describe_result(event.call, event.result), _result_role(event.result))
         elif isinstance(event, RetryEvent):
-            self._line(describe_retry(event))
+            self._line(describe_retry(event), "retry")
         elif isinstance(event, CodeExecutionEvent):
             code = "\n".join("   " + line for line in event.run.code.rstrip().splitlines())
             outcome = event.run.outcome or "no result"
@@ -155,24 +159,26 @@ class EventPrinter:
     def _show_nested(self, nested: SubAgentEvent) -> None:
         """Show a sub-agent's tool activity and end, indented and marked with its name."""
         event = nested.event
-        mark = "  " * nested.depth + f"[{nested.agent}] "
+        mark = "  " * nested.depth + self._style.paint(f"[{nested.agent}]", "agent") + " "
         if isinstance(event, ToolCallEvent):
-            self._line(mark + describe_call(event.call))
+            self._line(describe_call(event.call), "call", mark)
         elif isinstance(event, ToolResultEvent):
-            self._line(mark + describe_result(event.call, event.result))
+            result = event.result
+            self._line(describe_result(event.call, result), _result_role(result), mark)
         elif isinstance(event, RetryEvent):
-            self._line(mark + describe_retry(event))
+            self._line(describe_retry(event), "retry", mark)
         elif isinstance(event, DoneEvent):
-            self._line(mark + f"done ({event.result.status})")
+            self._line(f"done ({event.result.status})", "note", mark)
 
     def close(self) -> None:
         """Finish the output: show pending thoughts and end the answer's last line."""
         self._end_thinking()
         self._end_text()
 
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, role: Role | None = None, mark: str = "") -> None:
         self.close()
-        self._err.write(text + "\n")
+        shown = text if role is None else self._style.paint(text, role)
+        self._err.write(mark + shown + "\n")
         self._err.flush()
 
     def _end_thinking(self) -> None:
@@ -180,7 +186,7 @@ class EventPrinter:
             thought = " ".join("".join(self._thinking).split())
             self._thinking.clear()
             self._end_text()
-            self._err.write(f"(thinking) {thought}\n")
+            self._err.write(self._style.paint(f"(thinking) {thought}", "thinking") + "\n")
             self._err.flush()
 
     def _end_text(self) -> None:
@@ -188,6 +194,10 @@ class EventPrinter:
             self._out.write("\n")
             self._out.flush()
             self._at_line_start = True
+
+
+def _result_role(result: ToolResult) -> Role:
+    return "error" if result.is_error else "result"
 
 
 async def stream_run(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 
 from agent.cli._printer import EventPrinter
+from agent.cli._style import Style
 from agent.events import (
     RetryEvent,
+    SubAgentEvent,
     TextEvent,
     ThoughtEvent,
     ToolCall,
@@ -63,3 +65,29 @@ def test_a_transcript_on_one_stream_shows_turns_and_ends_text_lines() -> None:
     assert lines[3].startswith('-> bash {"command": "xxx') and lines[3].endswith("...")
     assert len(lines[3]) == len("-> bash ") + 100
     assert lines[4:] == ["<- bash: (empty)", "", "--- turn 2 ---", "Done."]
+
+
+def test_a_coloured_printer_paints_each_kind_of_line_and_leaves_the_answer_alone() -> None:
+    out = io.StringIO()
+    printer = EventPrinter(out, out, turns=True, style=Style(colour=True))
+    read = ToolCall("read", {"path": "a.txt"}, "c1", turn=1)
+    for event in (
+        ThoughtEvent("Read it.", turn=1),
+        ToolCallEvent(read),
+        ToolResultEvent(read, ToolResult("Error: no such file", is_error=True)),
+        SubAgentEvent(agent="helper", depth=1, event=ToolCallEvent(read)),
+        RetryEvent(attempt=1, delay=0.5, code=503, status="UNAVAILABLE", turn=2),
+        TextEvent("Done.", turn=2),
+    ):
+        printer.show(event)
+    printer.close()
+    assert out.getvalue() == (
+        "\n\033[2m--- turn 1 ---\033[0m\n"
+        "\033[2;3m(thinking) Read it.\033[0m\n"
+        '\033[36m-> read {"path": "a.txt"}\033[0m\n'
+        "\033[31m<- read (error): Error: no such file\033[0m\n"
+        '  \033[35m[helper]\033[0m \033[36m-> read {"path": "a.txt"}\033[0m\n'
+        "\033[33m(model call failed: UNAVAILABLE; retrying after 0.5 s)\033[0m\n"
+        "\n\033[2m--- turn 2 ---\033[0m\n"
+        "Done.\n"
+    )

@@ -1,7 +1,10 @@
 """Every example of README.md and docs/ runs, and the output it shows is real.
 
-Each example runs in a fresh directory holding a copy of ``examples/`` (so
-``tn.build(skills="examples/skills")`` works as it does from a clone):
+Each example runs in a fresh, empty directory, so an example that works here works when a
+reader copies it into a project of their own. An example that needs the repository's
+``examples/`` folder says so: the prose right above its block mentions a *clone* (as in
+"run it from the root of a clone"), and only then does its directory get a copy of
+``examples/``. A page cannot depend on that folder without telling the reader.
 
 - A ```python block that defines ``test_*`` functions is a pytest file a user would copy. It
   runs with pytest in a subprocess, without this repository's pytest configuration (no
@@ -12,7 +15,8 @@ Each example runs in a fresh directory holding a copy of ``examples/`` (so
   lines) runs in bash, and the other lines are the session's exact output, stdout and stderr
   together.
 - A block right under an ``<!-- file: NAME -->`` line is a file the page's examples use: it
-  is written to NAME in the directory before they run, and is not run itself.
+  is written to NAME (``skills/hello/SKILL.md``: folders are made) in the directory before
+  they run, and is not run itself.
 
 Other blocks (```bash, ```yaml, ```json, ```text) do not run.
 """
@@ -35,6 +39,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _FILE_MARK = re.compile(r"<!-- file: (\S+) -->\s*$")
 _TEST_FUNCTION = re.compile(r"^(async )?def test_", re.MULTILINE)
+_CLONE = re.compile(r"\bclone\b", re.IGNORECASE)
 _KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL")
 
 
@@ -49,6 +54,8 @@ class Example:
     code: str
     output: str | None
     files: dict[str, str] = field(default_factory=dict)
+    needs_clone: bool = False
+    """The prose right above the block says it runs in a clone (it gets ``examples/``)."""
 
     @property
     def name(self) -> str:
@@ -80,16 +87,20 @@ def _examples(page: Path) -> list[Example]:
         ):
             output = follower.group(2)
         line = source.count("\n", 0, fence.start()) + 1
-        found.append(Example(page, line, kind, fence.group(2), output, files))
+        intro = source[fences[index - 1].end() if index else 0 : fence.start()]
+        needs_clone = _CLONE.search(intro) is not None
+        found.append(Example(page, line, kind, fence.group(2), output, files, needs_clone))
     return found
 
 
 EXAMPLES = [example for page in PAGES for example in _examples(page)]
 
 
-def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    for name, content in files.items():
+def _workspace(tmp_path: Path, example: Example) -> Path:
+    if example.needs_clone:
+        shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    for name, content in example.files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(content, encoding="utf-8")
     return tmp_path
 
@@ -133,7 +144,7 @@ def test_example(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    workspace = _workspace(tmp_path, example.files)
+    workspace = _workspace(tmp_path, example)
     if example.kind == "console":
         _run_console_session(example, workspace)
     elif _TEST_FUNCTION.search(example.code):
