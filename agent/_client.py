@@ -107,8 +107,12 @@ def build_client(settings: ClientSettings) -> Clients:
     return Clients(client, owned, transport)
 
 
-def api_key_of(client: genai.Client) -> str | None:
-    """Return the API key ``client`` sends (given or read from the environment), if any."""
+def api_key_of(client: object) -> str | None:
+    """Return the API key ``client`` sends (given or read from the environment), if any.
+
+    ``client`` is a ``genai.Client`` or one of its modules (``client.aio.files``): each
+    holds the same API client, and so the same key.
+    """
     key = getattr(getattr(client, "_api_client", None), "api_key", None)
     return key if isinstance(key, str) and key.strip() else None
 

@@ -26,6 +26,7 @@ from typing import Any, TypeAlias
 from google.genai import types
 
 from agent._capabilities import generation
+from agent._client import api_key_of, scrub
 from agent.errors import AgentError, ConfigurationError
 from toolnexus import Attachment
 
@@ -159,11 +160,15 @@ async def _upload(files: Any, blob: types.Blob, label: str) -> str:
             await asyncio.sleep(UPLOAD_POLL)
             file = await files.get(name=file.name)
     except Exception as exc:  # cancellation is a BaseException and passes untouched
-        raise AgentError(f"uploading {display} to the Files API failed: {exc}") from None
+        # The SDK's message quotes the response body, which may echo the key.
+        detail = scrub(str(exc), api_key_of(files))
+        raise AgentError(f"uploading {display} to the Files API failed: {detail}") from None
     state = file.state.name if file.state is not None else "ACTIVE"
     if state == "FAILED":
         reason = f": {file.error.message}" if file.error and file.error.message else ""
-        raise ConfigurationError(f"Gemini could not process the uploaded {display}{reason}")
+        raise ConfigurationError(
+            f"Gemini could not process the uploaded {display}{scrub(reason, api_key_of(files))}"
+        )
     if state != "ACTIVE":
         raise ConfigurationError(
             f"the uploaded {display} ({file.name}) was still {state} after "

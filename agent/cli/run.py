@@ -27,7 +27,7 @@ from agent.cli._options import (
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
 from agent.cli._toolkit import check_toolkit_flags, import_attr
-from agent.errors import ConfigurationError, RunError
+from agent.errors import AgentError, ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import RunResult
@@ -173,6 +173,8 @@ async def _run(
             failed, result = str(exc), exc.result
         except (ConfigurationError, SessionError) as exc:
             raise CliError(f"run: {exc}") from None
+        except AgentError as exc:  # a --file upload to the Files API failed (key scrubbed)
+            raise CliError(f"run: {exc}", EXIT_FAILED) from None
         finally:
             if store is not None:
                 await store.close()

@@ -388,3 +388,29 @@ def test_an_unknown_builtin_tool_is_a_usage_error(cli: Cli) -> None:
         code, _, err = cli("run", *TOOLS, "--builtin-tool", "teleport", "hi", server=server)
     assert code == 2 and "teleport" in err
     assert fake.requests == []
+
+
+def test_a_failed_file_upload_is_one_line_without_the_key(
+    cli: Cli, workdir: Path, monkeypatch
+) -> None:
+    import httpx
+    import respx
+
+    import agent._media as media
+
+    secret = "AIzaUPLOAD-secret-key-0123456789"
+    (workdir / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"x" * 64)
+    monkeypatch.setattr(media, "INLINE_LIMIT", 10)  # so the file goes through the Files API
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    echo = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": f"key {secret} bad"}}
+    with respx.mock() as router:
+        upload = router.post(url__regex=r".*/upload/v1\w*/files$")
+        upload.mock(return_value=httpx.Response(400, json=echo))
+        code, out, err = cli("run", "--no-builtins", "--file", "big.png", "What?")
+    assert upload.calls[0].request.headers["x-goog-api-key"] == secret
+    assert (code, out) == (1, "")
+    assert err.startswith("run: uploading prompt part 1 to the Files API failed: 400"), err
+    assert len(err.splitlines()) == 1, err
+    assert secret not in err and "***" in err
