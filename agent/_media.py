@@ -1,11 +1,12 @@
 """Files in the conversation: prompt parts and tool-result attachments as Gemini parts.
 
-A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (read, MIME type
-from the name), `toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part
-dict. An attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``.
-When a prompt's inline bytes would pass `INLINE_LIMIT`, `upload_over_limit` sends the largest
-inline parts through the Files API, waits until each file is ``ACTIVE`` and sends it as
-``fileData`` instead.
+A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (a regular file of
+at most 2 GB, read on a worker thread by `read_prompt`, MIME type from the name),
+`toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part dict. An
+attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``. When a
+prompt's inline bytes would pass `INLINE_LIMIT`, `upload_over_limit` sends the largest inline
+parts through the Files API, waits until each file is ``ACTIVE`` and sends it as ``fileData``
+instead.
 
 Tool results: on models that take multimodal function responses (Gemini 3 and newer) the
 attachments go in ``functionResponse.parts``, each named in ``response.attachments`` as
@@ -39,6 +40,7 @@ __all__ = [
     "function_response_content",
     "multimodal_function_responses",
     "prompt_content",
+    "read_prompt",
     "response_parts",
     "upload_over_limit",
 ]
@@ -114,6 +116,17 @@ def prompt_content(prompt: Prompt) -> types.Content:
     if not parts:
         raise ConfigurationError("the prompt is an empty list of parts")
     return types.Content(role="user", parts=parts)
+
+
+async def read_prompt(prompt: Prompt) -> types.Content:
+    """`prompt_content` with the prompt's files read on a worker thread, off the event loop.
+
+    A prompt without ``pathlib.Path`` parts is converted in place: there is nothing to read.
+    """
+    listed = isinstance(prompt, Sequence) and not isinstance(prompt, str)
+    if listed and any(isinstance(item, Path) for item in prompt):
+        return await asyncio.to_thread(prompt_content, prompt)
+    return prompt_content(prompt)
 
 
 def _inline_size(part: types.Part) -> int:
