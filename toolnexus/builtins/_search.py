@@ -132,7 +132,10 @@ class _Walker:
 
 
 def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
-    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None."""
+    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None.
+
+    None also for a file with other hard links, unless the host allows them.
+    """
     try:
         fd = workspace.open_file(real)
     except (OSError, ToolError):
@@ -140,6 +143,8 @@ def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > most:
+            return None
+        if workspace.linked_elsewhere(info):
             return None
         raw = handle.read(most + 1)
     return None if len(raw) > most else decode_text(raw)
@@ -296,7 +301,9 @@ def _grep_report(
             "`include`, or raise `limit` to see more]"
         )
     if skipped:
-        notes.append(f"[skipped {skipped} binary, non-UTF-8, unreadable or oversized file(s)]")
+        notes.append(
+            f"[skipped {skipped} binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
+        )
     if not found:
         return "\n".join(["No matches found.", *notes])
     body = cap(

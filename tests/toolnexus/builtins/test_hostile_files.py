@@ -292,3 +292,34 @@ def test_a_search_walk_ends_once_its_call_has_ended(tmp_path: Path) -> None:
     stop.set()
     with pytest.raises(_Stopped):
         next(walk)
+
+
+def test_a_hard_link_to_a_file_outside_is_not_read_unless_the_host_allows_it(
+    tmp_path: Path,
+) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside.txt"
+    root.mkdir()
+    outside.write_text(f"{SECRET}\n")
+    os.link(outside, root / "link.txt")
+    os.link(outside, root / "link.png")  # an image is read whole: the same refusal
+    tk = tn.build(root=root)
+    for name, args in [
+        ("read", {"path": "link.txt"}),
+        ("read", {"path": "link.png"}),
+        ("edit", {"path": "link.txt", "oldString": "S", "newString": "s"}),
+    ]:
+        result = tn.execute(tk, name, args)
+        assert result.is_error, name
+        assert "has 3 hard links; it is not opened" in result.output
+        assert SECRET not in result.output
+    grep = tn.execute(tk, "grep", {"pattern": "SECRET"})
+    assert grep.output == (
+        "No matches found.\n"
+        "[skipped 2 binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
+    )
+    allowed = tn.build(root=root, allow_hard_links=True)
+    assert SECRET in tn.execute(allowed, "read", {"path": "link.txt"}).output
+    assert tn.execute(allowed, "grep", {"pattern": "SECRET", "include": "*.txt"}).output == (
+        f"link.txt:1:{SECRET}"
+    )
+    assert outside.read_text() == f"{SECRET}\n"
