@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,7 +14,12 @@ import time
 from functools import partial
 from pathlib import Path
 
-from agent import RetryPolicy, _agent
+import httpx
+import pytest
+import respx
+
+import agent._media as media
+from agent import RetryPolicy, SqliteStore, Transcript, _agent
 from agent.testing import FakeGemini, blocked, error, function_call, reply
 from tests.cli.conftest import Cli, CliProcess, Hold, cli_env
 
@@ -393,11 +399,6 @@ def test_an_unknown_builtin_tool_is_a_usage_error(cli: Cli) -> None:
 def test_a_failed_file_upload_is_one_line_without_the_key(
     cli: Cli, workdir: Path, monkeypatch
 ) -> None:
-    import httpx
-    import respx
-
-    import agent._media as media
-
     secret = "AIzaUPLOAD-secret-key-0123456789"
     (workdir / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"x" * 64)
     monkeypatch.setattr(media, "INLINE_LIMIT", 10)  # so the file goes through the Files API
@@ -414,3 +415,93 @@ def test_a_failed_file_upload_is_one_line_without_the_key(
     assert err.startswith("run: uploading prompt part 1 to the Files API failed: 400"), err
     assert len(err.splitlines()) == 1, err
     assert secret not in err and "***" in err
+
+
+def _damaged_stores(workdir: Path) -> dict[str, str]:
+    """Session stores whose rows are damaged -> the start of the problem the CLI must name."""
+
+    async def make(path: Path) -> None:
+        async with SqliteStore(path) as store:
+            await store.save("s", Transcript([{"role": "user", "parts": [{"text": "hi"}]}]))
+
+    damage = {
+        "not-json.db": ("UPDATE sessions SET data = '{not json'", "session 's': the transcript "),
+        "deep.db": (
+            'UPDATE sessions SET data = \'{"version": 1, "contents": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}'",
+            "session 's': the transcript is nested too deeply to read",
+        ),
+        "pid.db": (
+            "INSERT INTO leases VALUES ('s', 'o', 'h', 'not-a-pid', 1e12)",
+            "the lease of session 's' is damaged",
+        ),
+        "expiry.db": (
+            "INSERT INTO leases VALUES ('s', 'o', 'h', 12, 'soon')",
+            "the lease of session 's' is damaged",
+        ),
+    }
+    for name, (sql, _) in damage.items():
+        asyncio.run(make(workdir / name))
+        with sqlite3.connect(workdir / name) as conn:
+            conn.execute(sql)
+        conn.close()
+    return {name: problem for name, (_, problem) in damage.items()}
+
+
+def _rows(path: Path) -> list[list[object]]:
+    with sqlite3.connect(path) as conn:
+        rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("sessions", "leases")]
+    conn.close()
+    return rows
+
+
+def test_a_damaged_session_store_ends_run_and_chat_in_one_line_exit_2(
+    cli: Cli, workdir: Path
+) -> None:
+    cases = _damaged_stores(workdir)
+    before = {name: _rows(workdir / name) for name in cases}
+    fake = FakeGemini([])
+    with fake.serve() as server:
+        for name, problem in cases.items():
+            code, out, err = cli(
+                "run", *TOOLS, "--session", "s", "--store", name, "hi", server=server
+            )
+            assert (code, out) == (2, ""), (name, err[-500:])
+            assert err.startswith(f"run: session store {name}: {problem}"), err[:300]
+            assert len(err.splitlines()) == 1, err[-500:]
+            code, _, err = cli(
+                "chat", *TOOLS, "--session", "s", "--store", name, server=server, stdin="hi\n"
+            )
+            assert code == 2, (name, err[-500:])
+            assert err.splitlines()[-1].startswith(f"chat: session store {name}: {problem}")
+            assert "Traceback" not in err
+    assert fake.requests == []
+    assert {name: _rows(workdir / name) for name in cases} == before
+
+
+def test_a_store_file_that_cannot_be_written_ends_run_in_one_line_exit_2(
+    cli: Cli, workdir: Path
+) -> None:
+    fake = FakeGemini(["Hello."])
+    with fake.serve() as server:
+        code, _, err = cli("run", *TOOLS, "--session", "s", "--store", "s.db", "hi", server=server)
+        assert code == 0, err
+        before = (workdir / "s.db").read_bytes()
+        made = subprocess.run(["chattr", "+i", "s.db"], cwd=workdir, capture_output=True)
+        if made.returncode != 0:
+            pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+        try:
+            code, out, err = cli(
+                "run", *TOOLS, "--session", "s", "--store", "s.db", "again", server=server
+            )
+        finally:
+            subprocess.run(["chattr", "-i", "s.db"], cwd=workdir, check=True)
+    assert (code, out) == (2, "")
+    assert err == (
+        "run: session store s.db: is read-only; make it (and its folder) writable, or choose "
+        "another path\n"
+    )
+    assert (workdir / "s.db").read_bytes() == before
+    assert len(fake.requests) == 1
