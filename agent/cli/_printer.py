@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, TextIO
 
+from agent.cli._secrets import StreamScrubber, scrub_text
 from agent.events import (
     CodeExecutionEvent,
     DoneEvent,
@@ -102,7 +103,8 @@ class EventPrinter:
 
     Text is written as it streams; a run of thought pieces is shown as one ``(thinking)``
     line; tool calls, results and retries get the lines of `describe_call`,
-    `describe_result` and `describe_retry`. Call `close` after the last event.
+    `describe_result` and `describe_retry`. Call `close` after the last event. The API key
+    is scrubbed from everything shown, a key split over two text pieces included.
 
     Args:
         out: Where the model's text goes (stdout, so ``> answer.txt`` keeps just the answer).
@@ -117,6 +119,7 @@ class EventPrinter:
         self._turn = 0
         self._at_line_start = True
         self._thinking: list[str] = []
+        self._scrubber = StreamScrubber()
 
     def show(self, event: Event) -> None:
         """Show one event of the run."""
@@ -131,7 +134,7 @@ class EventPrinter:
             self._thinking.append(event.text)
         elif isinstance(event, TextEvent):
             self._end_thinking()
-            self._out.write(event.text)
+            self._out.write(self._scrubber.feed(event.text))
             self._out.flush()
             self._at_line_start = event.text.endswith("\n")
         elif isinstance(event, ToolCallEvent):
@@ -172,7 +175,7 @@ class EventPrinter:
 
     def _line(self, text: str) -> None:
         self.close()
-        self._err.write(text + "\n")
+        self._err.write(scrub_text(text) + "\n")
         self._err.flush()
 
     def _end_thinking(self) -> None:
@@ -180,12 +183,12 @@ class EventPrinter:
             thought = " ".join("".join(self._thinking).split())
             self._thinking.clear()
             self._end_text()
-            self._err.write(f"(thinking) {thought}\n")
+            self._err.write(f"(thinking) {scrub_text(thought)}\n")
             self._err.flush()
 
     def _end_text(self) -> None:
         if not self._at_line_start:
-            self._out.write("\n")
+            self._out.write(self._scrubber.flush() + "\n")
             self._out.flush()
             self._at_line_start = True
 

@@ -26,6 +26,7 @@ from agent.cli._options import (
 )
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
+from agent.cli._secrets import scrub_data, scrub_text
 from agent.cli._toolkit import check_toolkit_flags, import_attr
 from agent.errors import AgentError, ConfigurationError, RunError
 
@@ -183,7 +184,7 @@ async def _run(
         data = result.to_dict()
         if failed is not None:
             data["error"] = failed
-        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(scrub_data(data), ensure_ascii=False, indent=2) + "\n")
     else:
         _report_end(result, failed, err, args.session)
     return EXIT_FAILED if failed is not None else exit_code(result)
@@ -211,9 +212,9 @@ def load_output_type(spec: str | None) -> Any:
 
 def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str | None) -> None:
     if failed is not None:
-        err.write(f"error: {failed}\n")
+        err.write(f"error: {scrub_text(failed)}\n")
     elif result.status == "pending" and result.pending is not None:
-        err.write(f"pending: the model asks:\n{result.pending['prompt']}\n")
+        err.write(f"pending: the model asks:\n{scrub_text(result.pending['prompt'])}\n")
         if session is not None:
             err.write(
                 f"answer with: toolnexus-agent run --session {session} --store ... --answer TEXT\n"

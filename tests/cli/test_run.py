@@ -505,3 +505,38 @@ def test_a_store_file_that_cannot_be_written_ends_run_in_one_line_exit_2(
     )
     assert (workdir / "s.db").read_bytes() == before
     assert len(fake.requests) == 1
+
+
+def test_a_reply_quoting_the_api_key_is_scrubbed_on_every_output_path(
+    cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "AIzaQUOTED-key-0123456789"
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    shown: list[str] = []
+    for command in (("run", *TOOLS, "hi"), ("run", "--json", *TOOLS, "hi"), ("chat", *TOOLS)):
+        fake = FakeGemini(  # the fake checks the key: the run really used it
+            [
+                function_call("get_weather", {"city": secret}),
+                reply(f"Your key is {secret[:8]}", f"{secret[8:]}, as asked."),
+            ],
+            api_key=secret,
+        )
+        with fake.serve() as server:
+            monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+            code, out, err = cli(*command, stdin="hi\n")
+        assert code == 0, err
+        assert secret not in out + err, command
+        shown.append(out + err)
+    assert "Your key is ***, as asked." in shown[0]
+    assert '-> get_weather {"city": "***"}' in shown[0]
+    assert "<- get_weather: sunny in ***" in shown[0]
+    assert json.loads(shown[1])["text"] == "Your key is ***, as asked."
+    assert "Your key is ***, as asked." in shown[2]
+    asking = [function_call("question", {"questions": [{"question": f"Is {secret} it?"}]})]
+    fake = FakeGemini(asking, api_key=secret)
+    with fake.serve() as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        code, out, err = cli("run", "hi")  # the built-in `question` tool asks
+    assert code == 3, err
+    assert "Is *** it?" in err and secret not in err
