@@ -93,7 +93,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_session_flags(
         parser,
         "continue the conversation ID (needs --store)",
-        "the SQLite file that keeps --session conversations",
+        "the SQLite file that keeps --session conversations (needs --session)",
     )
     parser.add_argument(
         "--file",
@@ -116,7 +116,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command(args: argparse.Namespace) -> int:
     """Run ``run`` and return its exit code."""
-    check_session_flags(args)
+    check_session_flags(args, store_needs_session=True)
     if args.prompt is None and args.session is None:
         raise CliError("run: give a PROMPT (or '-' to read it from stdin)")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt

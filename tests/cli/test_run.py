@@ -540,3 +540,15 @@ def test_a_reply_quoting_the_api_key_is_scrubbed_on_every_output_path(
         code, out, err = cli("run", "hi")  # the built-in `question` tool asks
     assert code == 3, err
     assert "Is *** it?" in err and secret not in err
+
+
+def test_store_without_session_is_refused_as_session_without_store_is(cli: Cli) -> None:
+    fake = FakeGemini(["never sent"])
+    with fake.serve() as server:
+        code, out, err = cli("run", *TOOLS, "--store", "chats.db", "hi", server=server)
+    assert (code, out) == (2, "")
+    assert err == (
+        "--store needs --session ID (the conversation to keep in it); without --session "
+        "nothing would be stored\n"
+    )
+    assert fake.requests == []
