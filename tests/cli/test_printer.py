@@ -84,7 +84,5 @@ def test_a_key_the_model_quotes_is_never_shown_even_split_over_pieces(monkeypatc
     printer.close()
     assert out.getvalue() == "Your key: *** and AIza\n"
     assert err.getvalue() == (
-        "(thinking) The key is ***.\n"
-        '-> echo {"text": "***"}\n'
-        "<- echo: said ***\n"
+        '(thinking) The key is ***.\n-> echo {"text": "***"}\n<- echo: said ***\n'
     )
