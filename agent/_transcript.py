@@ -27,7 +27,7 @@ CURRENT_TRANSCRIPT_VERSION = 1
 
 MAX_NESTING = 200
 """The deepest nesting of objects and lists a stored transcript may have. What a run saves
-is shallower: the SDK cannot serialise a Content nested about 250 deep, so a deeper stored
+is shallower: the SDK cannot serialise a Content nested some 300 deep, so a deeper stored
 transcript was not written by this library, and could not be sent anyway."""
 
 
