@@ -30,6 +30,7 @@ from agent.errors import (
     RunError,
     SessionBusyError,
     SessionError,
+    TranscriptError,
     TranscriptVersionError,
 )
 
@@ -129,6 +130,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolDeclarationWarning",
     "Transcript",
+    "TranscriptError",
     "TranscriptVersionError",
     "Usage",
     "UsageLimits",

@@ -9,13 +9,13 @@ its own policy.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 import httpx
 from google import genai
 from google.genai import types
 
+from agent._redact import scrub
 from agent.errors import ConfigurationError
 
 __all__ = ["MISSING_KEY", "ClientSettings", "Clients", "api_key_of", "build_client", "scrub"]
@@ -108,22 +108,11 @@ def build_client(settings: ClientSettings) -> Clients:
     return Clients(client, owned, transport)
 
 
-def api_key_of(client: genai.Client) -> str | None:
-    """Return the API key ``client`` sends (given or read from the environment), if any."""
+def api_key_of(client: object) -> str | None:
+    """Return the API key ``client`` sends (given or read from the environment), if any.
+
+    ``client`` is a ``genai.Client`` or one of its modules (``client.aio.files``): each
+    holds the same API client, and so the same key.
+    """
     key = getattr(getattr(client, "_api_client", None), "api_key", None)
     return key if isinstance(key, str) and key.strip() else None
-
-
-def scrub(text: str, secret: str | None) -> str:
-    """Return ``text`` with ``secret`` (an API key) replaced by ``***``.
-
-    A real key (8 characters or more) is replaced wherever it appears. A shorter one (a
-    test key such as ``"k"``) only where it stands alone, so it does not mangle every word
-    that holds the letter.
-    """
-    secret = (secret or "").strip()
-    if len(secret) >= 8:
-        return text.replace(secret, "***")
-    if not secret:
-        return text
-    return re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)

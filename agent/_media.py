@@ -1,11 +1,12 @@
 """Files in the conversation: prompt parts and tool-result attachments as Gemini parts.
 
-A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (read, MIME type
-from the name), `toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part
-dict. An attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``.
-When a prompt's inline bytes would pass `INLINE_LIMIT`, `upload_over_limit` sends the largest
-inline parts through the Files API, waits until each file is ``ACTIVE`` and sends it as
-``fileData`` instead.
+A prompt is a string or a list of parts: ``str`` (text), ``pathlib.Path`` (a regular file of
+at most 2 GB, read on a worker thread by `read_prompt`, MIME type from the name),
+`toolnexus.Attachment`, a ``google.genai`` ``types.Part`` or a Gemini part dict. An
+attachment with bytes goes inline (``inlineData``), one with a URI as ``fileData``. When a
+prompt's inline bytes would pass `INLINE_LIMIT`, `upload_over_limit` sends the largest inline
+parts through the Files API, waits until each file is ``ACTIVE`` and sends it as ``fileData``
+instead.
 
 Tool results: on models that take multimodal function responses (Gemini 3 and newer) the
 attachments go in ``functionResponse.parts``, each named in ``response.attachments`` as
@@ -26,6 +27,7 @@ from typing import Any, TypeAlias
 from google.genai import types
 
 from agent._capabilities import generation
+from agent._client import api_key_of, scrub
 from agent.errors import AgentError, ConfigurationError
 from toolnexus import Attachment
 
@@ -38,6 +40,7 @@ __all__ = [
     "function_response_content",
     "multimodal_function_responses",
     "prompt_content",
+    "read_prompt",
     "response_parts",
     "upload_over_limit",
 ]
@@ -115,6 +118,17 @@ def prompt_content(prompt: Prompt) -> types.Content:
     return types.Content(role="user", parts=parts)
 
 
+async def read_prompt(prompt: Prompt) -> types.Content:
+    """`prompt_content` with the prompt's files read on a worker thread, off the event loop.
+
+    A prompt without ``pathlib.Path`` parts is converted in place: there is nothing to read.
+    """
+    listed = isinstance(prompt, Sequence) and not isinstance(prompt, str)
+    if listed and any(isinstance(item, Path) for item in prompt):
+        return await asyncio.to_thread(prompt_content, prompt)
+    return prompt_content(prompt)
+
+
 def _inline_size(part: types.Part) -> int:
     return len(part.inline_data.data or b"") if part.inline_data is not None else 0
 
@@ -159,11 +173,15 @@ async def _upload(files: Any, blob: types.Blob, label: str) -> str:
             await asyncio.sleep(UPLOAD_POLL)
             file = await files.get(name=file.name)
     except Exception as exc:  # cancellation is a BaseException and passes untouched
-        raise AgentError(f"uploading {display} to the Files API failed: {exc}") from None
+        # The SDK's message quotes the response body, which may echo the key.
+        detail = scrub(str(exc), api_key_of(files))
+        raise AgentError(f"uploading {display} to the Files API failed: {detail}") from None
     state = file.state.name if file.state is not None else "ACTIVE"
     if state == "FAILED":
         reason = f": {file.error.message}" if file.error and file.error.message else ""
-        raise ConfigurationError(f"Gemini could not process the uploaded {display}{reason}")
+        raise ConfigurationError(
+            f"Gemini could not process the uploaded {display}{scrub(reason, api_key_of(files))}"
+        )
     if state != "ACTIVE":
         raise ConfigurationError(
             f"the uploaded {display} ({file.name}) was still {state} after "

@@ -29,7 +29,7 @@ from agent._declarations import system_instruction
 from agent._hooked import HookCalls
 from agent._limits import Budget
 from agent._loop import Run
-from agent._media import prompt_content
+from agent._media import read_prompt
 from agent._output import TypedOutput
 from agent._session import open_session
 from agent._state import RunState, current_run
@@ -237,7 +237,7 @@ class RunPlan:
             state.archive = opened.archive
             chain = Chain([r for c in core.capabilities if (r := c.start(state)) is not None])
             state.result_fields = lambda fields: chain.finish(state, fields)
-            prompt = prompt_content(self.prompt) if self.prompt is not None else None
+            prompt = await read_prompt(self.prompt) if self.prompt is not None else None
             yield Run(state, chain, prompt=prompt, answer=self.answer, save=opened.save)
 
     async def _model(self) -> GeminiModel:

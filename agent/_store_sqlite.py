@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from agent._store import archive_json, check_session_id
 from agent._transcript import Transcript, stamped_json
-from agent.errors import SessionBusyError, SessionError
+from agent.errors import SessionBusyError, SessionError, TranscriptError, TranscriptVersionError
 
 __all__ = ["SqliteStore"]
 
@@ -105,7 +105,7 @@ def _check_path(path: Path) -> None:
 
 
 def _unusable(path: Path, exc: sqlite3.Error) -> SessionError:
-    """Say in one line why SQLite could not open ``path`` and what to do; nothing is changed."""
+    """Say in one line why SQLite could not use ``path`` and what to do; nothing is changed."""
     text = str(exc)
     if "readonly" in text or "read-only" in text:
         problem = "is read-only; make it (and its folder) writable, or choose another path"
@@ -116,9 +116,21 @@ def _unusable(path: Path, exc: sqlite3.Error) -> SessionError:
             f"is not a session store, or is damaged ({text}); it was left untouched: move it "
             "away or choose another path"
         )
+    elif "locked" in text:
+        problem = f"is held by another process ({text}); try again once it is done"
     else:
-        problem = f"cannot be opened ({text}); check the path and its permissions"
+        problem = f"cannot be used ({text}); check the path, its permissions and the free space"
     return SessionError(f"session store {path}: {problem}")
+
+
+def _lease_of(row: tuple[Any, ...]) -> tuple[str, int, float] | None:
+    """Read a lease row as (host, pid, expires_at); None when a field has the wrong type."""
+    host, pid, expires_at = row
+    if not isinstance(host, str) or type(pid) is not int:
+        return None
+    if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
+        return None
+    return host, pid, float(expires_at)
 
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
@@ -207,13 +219,29 @@ class SqliteStore:
         return self._conn
 
     async def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``fn`` with the connection in a worker thread, one call at a time."""
+        """Run ``fn`` with the connection in a worker thread, one call at a time.
+
+        A failure of SQLite (a file that cannot be written, a full disk, a lock held too
+        long) becomes a one-line `SessionError` whose ``__cause__`` is the sqlite3 error.
+        """
 
         def call() -> _T:
             with self._mutex:
-                return fn(self._connect())
+                try:
+                    return fn(self._connect())
+                except sqlite3.Error as exc:
+                    raise _unusable(self.path, exc) from exc
 
         return await asyncio.to_thread(call)
+
+    def _damaged(self, session_id: str, exc: TranscriptError) -> TranscriptError:
+        """Name the store and the session in a `TranscriptError` (a version error as is)."""
+        if isinstance(exc, TranscriptVersionError):
+            return exc
+        return TranscriptError(
+            f"session store {self.path}: session {session_id!r}: {exc}; it was left "
+            "untouched: delete the session or choose another store"
+        )
 
     async def close(self) -> None:
         """Close the database connection; the next call opens it again."""
@@ -248,9 +276,11 @@ class SqliteStore:
                 malformed.
             TranscriptVersionError: the stored transcript has a schema version this library
                 does not read.
+            TranscriptError: the stored transcript is not JSON, is nested too deeply, or
+                has a malformed field (also a ``ValueError``); it is left untouched.
             SessionError: the file cannot be a session store (a folder, a FIFO, not a
-                database, read-only, in a missing folder); the message says what to do.
-            sqlite3.Error: the database could not be read.
+                database, read-only, in a missing folder) or SQLite failed to read it; the
+                message says what to do.
         """
         check_session_id(session_id)
 
@@ -261,7 +291,12 @@ class SqliteStore:
             return None if row is None else str(row[0])
 
         raw = await self._run(get)
-        return None if raw is None else Transcript.from_json(raw)
+        if raw is None:
+            return None
+        try:
+            return Transcript.from_json(raw)
+        except TranscriptError as exc:
+            raise self._damaged(session_id, exc) from None
 
     async def save(self, session_id: str, transcript: Transcript) -> None:
         """Replace the session's transcript in one transaction and set its ``updated_at``.
@@ -274,8 +309,8 @@ class SqliteStore:
             ValueError: ``session_id`` is not a non-empty string, or the transcript holds a
                 NaN or infinite float.
             TypeError: the transcript holds a value that is not JSON data.
-            SessionError: the file cannot be a session store (see `get`).
-            sqlite3.Error: the write failed. In every case the previous version is kept.
+            SessionError: the file cannot be a session store, or the write failed (see
+                `get`). In every case the previous version is kept.
         """
         check_session_id(session_id)
         raw, now = stamped_json(transcript)
@@ -321,8 +356,8 @@ class SqliteStore:
         Raises:
             ValueError: ``session_id`` is not a non-empty string, or a NaN or infinite float.
             TypeError: a value that is not JSON data.
-            SessionError: the file cannot be a session store (see `get`).
-            sqlite3.Error: the write failed. In every case nothing is appended.
+            SessionError: the file cannot be a session store, or the write failed (see
+                `get`). In every case nothing is appended.
         """
         check_session_id(session_id)
         raw = archive_json(contents)
@@ -347,8 +382,8 @@ class SqliteStore:
 
         Raises:
             ValueError: ``session_id`` is not a non-empty string.
-            SessionError: the file cannot be a session store (see `get`).
-            sqlite3.Error: the database could not be read.
+            TranscriptError: an archived batch is not a JSON list (it is left untouched).
+            SessionError: the file cannot be a session store, or SQLite failed (see `get`).
         """
         check_session_id(session_id)
 
@@ -360,7 +395,15 @@ class SqliteStore:
 
         out: list[dict[str, Any]] = []
         for raw in await self._run(rows):
-            out.extend(json.loads(raw))
+            try:
+                batch = json.loads(raw)
+            except (RecursionError, ValueError) as exc:
+                problem = TranscriptError(f"its archive is not readable JSON ({exc})")
+                raise self._damaged(session_id, problem) from None
+            if not isinstance(batch, list):
+                problem = TranscriptError("its archive holds a batch that is not a list")
+                raise self._damaged(session_id, problem)
+            out.extend(batch)
         return out
 
     async def session_ids(self) -> list[str]:
@@ -386,7 +429,15 @@ class SqliteStore:
                 "SELECT host, pid, expires_at FROM leases WHERE session_id = ?", (session_id,)
             ).fetchone()
             if row is not None:
-                held_host, held_pid, expires_at = str(row[0]), int(row[1]), float(row[2])
+                lease = _lease_of(tuple(row))
+                if lease is None:
+                    raise SessionError(
+                        f"session store {self.path}: the lease of session {session_id!r} is "
+                        f"damaged (host, pid, expiry: {tuple(row)!r:.200}); it was left "
+                        "untouched: delete its row from the leases table, or choose another "
+                        "store"
+                    )
+                held_host, held_pid, expires_at = lease
                 dead = held_host == host and held_pid != pid and not _pid_alive(held_pid)
                 if expires_at > now and not dead:
                     here = held_pid == pid and held_host == host
@@ -415,7 +466,7 @@ class SqliteStore:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
                 renewed = await self._run(lambda conn: self._renew(conn, session_id, owner))
-            except sqlite3.Error as exc:  # a busy database now and then: try again next time
+            except SessionError as exc:  # a busy database now and then: try again next time
                 logger.warning("could not renew the lease on session %r: %s", session_id, exc)
                 continue
             if not renewed:
@@ -425,7 +476,7 @@ class SqliteStore:
     async def _release_quietly(self, session_id: str, owner: str) -> None:
         try:
             await self._run(lambda conn: self._release(conn, session_id, owner))
-        except sqlite3.Error as exc:  # the lease then simply expires
+        except SessionError as exc:  # the lease then simply expires
             logger.warning("could not release the lease on session %r: %s", session_id, exc)
 
     @contextlib.asynccontextmanager

@@ -14,15 +14,40 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent.errors import TranscriptVersionError
+from agent.errors import TranscriptError, TranscriptVersionError
 
 __all__ = ["CURRENT_TRANSCRIPT_VERSION", "Transcript", "stamped_json"]
 
 CURRENT_TRANSCRIPT_VERSION = 1
 """The transcript schema version this library reads and writes."""
+
+MAX_NESTING = 200
+"""The deepest nesting of objects and lists a stored transcript may have. What a run saves
+is shallower: the SDK cannot serialise a Content nested some 300 deep, so a deeper stored
+transcript was not written by this library, and could not be sent anyway."""
+
+
+def _too_deep(value: object, most: int) -> bool:
+    """Tell whether ``value`` nests objects and lists more than ``most`` deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > most:
+            return True
+        for child in children:
+            if isinstance(child, dict | list):  # scalars cannot nest: leave them out
+                stack.append((child, depth + 1))
+    return False
 
 
 @dataclass
@@ -87,22 +112,25 @@ class Transcript:
         Raises:
             TranscriptVersionError: ``version`` is missing, not an int, or a version this
                 library does not read.
-            ValueError: a field has the wrong shape; the message names the field.
+            TranscriptError: a field has the wrong shape; the message names the field (it
+                is a ``ValueError`` too).
         """
         if not isinstance(data, dict):
-            raise ValueError(f"transcript must be a JSON object, got {type(data).__name__}")
+            raise TranscriptError(f"transcript must be a JSON object, got {type(data).__name__}")
         version = data.get("version")
         if type(version) is not int or version != CURRENT_TRANSCRIPT_VERSION:
             raise TranscriptVersionError(version, CURRENT_TRANSCRIPT_VERSION)
         contents = data.get("contents")
         if not isinstance(contents, list) or not all(isinstance(c, dict) for c in contents):
-            raise ValueError("transcript 'contents' must be a list of Content objects")
+            raise TranscriptError("transcript 'contents' must be a list of Content objects")
         pending = data.get("pending")
         if pending is not None and not isinstance(pending, dict):
-            raise ValueError("transcript 'pending' must be an object or null")
+            raise TranscriptError("transcript 'pending' must be an object or null")
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
-            raise ValueError("transcript 'metadata' must be an object")
+            raise TranscriptError("transcript 'metadata' must be an object")
+        if _too_deep(data, MAX_NESTING):
+            raise TranscriptError(f"the transcript is nested more than {MAX_NESTING} deep")
         updated_at = data.get("updated_at")
         return cls(
             contents=contents,
@@ -124,9 +152,16 @@ class Transcript:
 
         Raises:
             TranscriptVersionError: the stored ``version`` is not one this library reads.
-            ValueError: the text is not JSON, or a field has the wrong shape.
+            TranscriptError: the text is not JSON (or not UTF-8), is nested too deeply to
+                read, or a field has the wrong shape (it is a ``ValueError`` too).
         """
-        return cls.from_dict(json.loads(text))
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise TranscriptError("the transcript is nested too deeply to read") from None
+        except ValueError as exc:  # not JSON, or bytes that are not UTF-8
+            raise TranscriptError(f"the transcript is not JSON ({exc})") from None
+        return cls.from_dict(data)
 
 
 def stamped_json(transcript: Transcript) -> tuple[str, float]:

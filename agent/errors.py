@@ -12,8 +12,9 @@ turn is lost. Problems with a stored conversation have a branch of their own::
     │   └── DeadlineExceededError  the whole-run deadline passed
     └── SessionError               a ``session=`` conversation cannot be used
         ├── SessionBusyError       another run holds the session
-        └── TranscriptVersionError a stored transcript has a schema version this library
-                                   cannot read (also a ``ValueError``)
+        └── TranscriptError        a stored transcript cannot be read: not JSON, nested too
+            │                      deeply, a field of the wrong shape (also a ``ValueError``)
+            └── TranscriptVersionError  it has a schema version this library cannot read
 
 ``ToolDeclarationWarning`` (a ``UserWarning``, issued when a tool is left out of a request)
 is also an `AgentError`, so ``-W error`` cannot raise anything from outside the tree.
@@ -52,6 +53,7 @@ __all__ = [
     "RunError",
     "SessionBusyError",
     "SessionError",
+    "TranscriptError",
     "TranscriptVersionError",
 ]
 
@@ -146,7 +148,15 @@ class SessionBusyError(SessionError):
         """Who holds it: ``"this process"`` or ``"process <pid> on host '<name>'"``."""
 
 
-class TranscriptVersionError(SessionError, ValueError):
+class TranscriptError(SessionError, ValueError):
+    """A stored transcript cannot be read (not JSON, nested too deeply, a malformed field).
+
+    Nothing is changed: the stored copy is left as it was. It is also a `ValueError`, like
+    every way a stored transcript can be malformed.
+    """
+
+
+class TranscriptVersionError(TranscriptError):
     """A stored transcript has a schema version this library cannot read.
 
     A newer version means the transcript was written by a newer toolnexus-gemini: upgrade to

@@ -168,6 +168,7 @@ def build(
     hidden_env: Iterable[str] | None = None,
     isolate_shell: bool = True,
     allow_private_network: bool = False,
+    allow_hard_links: bool = False,
 ) -> Toolkit:
     """Build a `Toolkit` from skills, built-in tools, your own tools and MCP servers.
 
@@ -192,6 +193,8 @@ def build(
             so they can see (and read the environment of) the agent's process.
         allow_private_network: ``True`` lets ``webfetch`` reach loopback, private and
             link-local addresses (local development).
+        allow_hard_links: ``True`` lets the file tools read files with more than one
+            hard link (by default refused: another link may be outside the workspace).
 
     On a name clash the first source wins, in the order MCP, skill, built-in, your tools,
     with a warning. Close a toolkit that has MCP servers (``with build(...) as tk:``).
@@ -228,7 +231,11 @@ def build(
         limits,
         skill_files,
         hidden_env,
-        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
+        {
+            "isolate_shell": isolate_shell,
+            "allow_private_network": allow_private_network,
+            "allow_hard_links": allow_hard_links,
+        },
     )
     if mcp is None:
         return plan.assemble((), ())
@@ -251,6 +258,7 @@ async def build_async(
     hidden_env: Iterable[str] | None = None,
     isolate_shell: bool = True,
     allow_private_network: bool = False,
+    allow_hard_links: bool = False,
 ) -> Toolkit:
     """Async `build`: connects MCP servers on the running event loop.
 
@@ -271,6 +279,7 @@ async def build_async(
             not see.
         isolate_shell: ``False`` runs ``bash`` commands without their own PID namespace.
         allow_private_network: ``True`` lets ``webfetch`` reach private addresses.
+        allow_hard_links: ``True`` lets the file tools read hard-linked files.
 
     Returns:
         The `Toolkit`.
@@ -299,7 +308,11 @@ async def build_async(
         limits,
         skill_files,
         hidden_env,
-        {"isolate_shell": isolate_shell, "allow_private_network": allow_private_network},
+        {
+            "isolate_shell": isolate_shell,
+            "allow_private_network": allow_private_network,
+            "allow_hard_links": allow_hard_links,
+        },
     )
     if mcp is None:
         return plan.assemble((), ())

@@ -57,6 +57,10 @@ class BuiltinSettings:
     allow_private_network: bool = False
     """Let ``webfetch`` reach loopback, private, link-local and unspecified addresses
     (local development); by default only public addresses are fetched."""
+    allow_hard_links: bool = False
+    """Let the file tools read a file with more than one hard link. By default such a
+    file is refused: another of its names may be outside the workspace, and nothing in
+    the file says where. (Such a file is never written either way.)"""
 
 
 BuiltinFactory = Callable[[BuiltinSettings], Tool]

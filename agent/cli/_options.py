@@ -107,14 +107,25 @@ def add_session_flags(parser: argparse.ArgumentParser, session_help: str, store_
     parser.add_argument("--store", metavar="PATH", help=store_help)
 
 
-def check_session_flags(args: argparse.Namespace) -> None:
+def check_session_flags(args: argparse.Namespace, *, store_needs_session: bool = False) -> None:
     """Refuse ``--session`` without ``--store``: an in-memory session ends with the process.
 
+    Args:
+        args: The parsed flags.
+        store_needs_session: Also refuse ``--store`` without ``--session`` (for ``run``,
+            which would otherwise keep nothing in the store; ``chat`` starts a new
+            conversation there).
+
     Raises:
-        CliError: ``--session`` was given without ``--store``.
+        CliError: ``--session`` was given without ``--store`` (or the other way round).
     """
     if args.session is not None and args.store is None:
         raise CliError("--session needs --store PATH (the SQLite file that keeps the session)")
+    if store_needs_session and args.store is not None and args.session is None:
+        raise CliError(
+            "--store needs --session ID (the conversation to keep in it); without --session "
+            "nothing would be stored"
+        )
 
 
 def _positive(text: str) -> int:

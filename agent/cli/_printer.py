@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, TextIO
 
+from agent.cli._secrets import StreamScrubber, scrub_text
 from agent.cli._style import Role, Style
 from agent.events import (
     CodeExecutionEvent,
@@ -102,7 +103,8 @@ class EventPrinter:
 
     Text is written as it streams; a run of thought pieces is shown as one ``(thinking)``
     line; tool calls, results and retries get the lines of `describe_call`,
-    `describe_result` and `describe_retry`. Call `close` after the last event.
+    `describe_result` and `describe_retry`. Call `close` after the last event. The API key
+    is scrubbed from everything shown, a key split over two text pieces included.
 
     Args:
         out: Where the model's text goes (stdout, so ``> answer.txt`` keeps just the answer).
@@ -121,6 +123,7 @@ class EventPrinter:
         self._turn = 0
         self._at_line_start = True
         self._thinking: list[str] = []
+        self._scrubber = StreamScrubber()
 
     def show(self, event: Event) -> None:
         """Show one event of the run."""
@@ -135,7 +138,7 @@ class EventPrinter:
             self._thinking.append(event.text)
         elif isinstance(event, TextEvent):
             self._end_thinking()
-            self._out.write(event.text)
+            self._out.write(self._scrubber.feed(event.text))
             self._out.flush()
             self._at_line_start = event.text.endswith("\n")
         elif isinstance(event, ToolCallEvent):
@@ -177,7 +180,8 @@ class EventPrinter:
 
     def _line(self, text: str, role: Role | None = None, mark: str = "") -> None:
         self.close()
-        shown = text if role is None else self._style.paint(text, role)
+        shown = scrub_text(text)
+        shown = shown if role is None else self._style.paint(shown, role)
         self._err.write(mark + shown + "\n")
         self._err.flush()
 
@@ -186,12 +190,13 @@ class EventPrinter:
             thought = " ".join("".join(self._thinking).split())
             self._thinking.clear()
             self._end_text()
-            self._err.write(self._style.paint(f"(thinking) {thought}", "thinking") + "\n")
+            shown = f"(thinking) {scrub_text(thought)}"
+            self._err.write(self._style.paint(shown, "thinking") + "\n")
             self._err.flush()
 
     def _end_text(self) -> None:
         if not self._at_line_start:
-            self._out.write("\n")
+            self._out.write(self._scrubber.flush() + "\n")
             self._out.flush()
             self._at_line_start = True
 

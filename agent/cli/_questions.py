@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.cli._secrets import scrub_text
+
 if TYPE_CHECKING:
     from toolnexus import Answer, Request, Toolkit
 
@@ -62,9 +64,10 @@ class Asker:
         return {"id": request["id"], "ok": True, "data": data}
 
     def _tell(self, text: str) -> None:
-        self._err.write(f"  {text}\n")
+        self._err.write(f"  {scrub_text(text)}\n")
 
     async def _one(self, question: str) -> str | None:
+        question = scrub_text(question)  # the model wrote it
         if self._answers:
             reply = self._answers.pop(0)
             self._err.write(f"? {question}\n  (answered from --answer: {reply})\n")

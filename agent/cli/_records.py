@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent.cli._exits import CliError
+from agent.cli._secrets import scrub_data, scrub_text
 
 if TYPE_CHECKING:
     from agent import RunResult
@@ -38,7 +39,7 @@ def result_record(
     }
     if error:
         record["error"] = error
-    return record
+    return dict(scrub_data(record))
 
 
 def crashed_record(
@@ -58,5 +59,5 @@ def crashed_record(
         "tool_calls": 0,
         "reason": None,
         "limit": None,
-        "error": error,
+        "error": scrub_text(error),
     }

@@ -34,6 +34,7 @@ from agent.cli._options import (
 )
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
+from agent.cli._secrets import scrub_text
 from agent.cli._toolkit import check_toolkit_flags
 from agent.errors import ConfigurationError, RunError
 
@@ -153,14 +154,15 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             code = EXIT_INTERRUPTED
             continue
         except RunError as exc:
-            err.write(f"error: {exc}\n")
+            err.write(f"error: {scrub_text(str(exc))}\n")
             code = EXIT_FAILED
             continue
         except (ConfigurationError, SessionError) as exc:
             raise CliError(f"chat: {exc}") from None
         code = exit_code(result)
         if result.status == "pending" and result.pending is not None:
-            err.write(f"(the model asked: {result.pending['prompt']} — no answer was given)\n")
+            asked = scrub_text(result.pending["prompt"])
+            err.write(f"(the model asked: {asked} — no answer was given)\n")
         elif result.status != "completed":
             err.write(f"({result.status}: {result.limit or result.reason or ''})\n")
 

@@ -26,8 +26,9 @@ from agent.cli._options import (
 )
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
+from agent.cli._secrets import scrub_data, scrub_text
 from agent.cli._toolkit import check_toolkit_flags, import_attr
-from agent.errors import ConfigurationError, RunError
+from agent.errors import AgentError, ConfigurationError, RunError
 
 if TYPE_CHECKING:
     from agent import Prompt, RunResult
@@ -91,7 +92,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_session_flags(
         parser,
         "continue the conversation ID (needs --store)",
-        "the SQLite file that keeps --session conversations",
+        "the SQLite file that keeps --session conversations (needs --session)",
     )
     parser.add_argument(
         "--file",
@@ -114,7 +115,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command(args: argparse.Namespace) -> int:
     """Run ``run`` and return its exit code."""
-    check_session_flags(args)
+    check_session_flags(args, store_needs_session=True)
     if args.prompt is None and args.session is None:
         raise CliError("run: give a PROMPT (or '-' to read it from stdin)")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
@@ -172,6 +173,8 @@ async def _run(
             failed, result = str(exc), exc.result
         except (ConfigurationError, SessionError) as exc:
             raise CliError(f"run: {exc}") from None
+        except AgentError as exc:  # a --file upload to the Files API failed (key scrubbed)
+            raise CliError(f"run: {exc}", EXIT_FAILED) from None
         finally:
             if store is not None:
                 await store.close()
@@ -180,7 +183,7 @@ async def _run(
         data = result.to_dict()
         if failed is not None:
             data["error"] = failed
-        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(scrub_data(data), ensure_ascii=False, indent=2) + "\n")
     else:
         _report_end(result, failed, err, args.session)
     return EXIT_FAILED if failed is not None else exit_code(result)
@@ -208,9 +211,9 @@ def load_output_type(spec: str | None) -> Any:
 
 def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str | None) -> None:
     if failed is not None:
-        err.write(f"error: {failed}\n")
+        err.write(f"error: {scrub_text(failed)}\n")
     elif result.status == "pending" and result.pending is not None:
-        err.write(f"pending: the model asks:\n{result.pending['prompt']}\n")
+        err.write(f"pending: the model asks:\n{scrub_text(result.pending['prompt'])}\n")
         if session is not None:
             err.write(
                 f"answer with: toolnexus-agent run --session {session} --store ... --answer TEXT\n"

@@ -306,3 +306,58 @@ print(result.status, len(result.retries))
 )
 def test_scrub_hides_keys_without_mangling_words(secret, text, expected):
     assert scrub(text, secret) == expected
+
+
+UPLOAD = r".*/upload/v1\w*/files$"
+
+
+def _echo(secret: str) -> httpx.Response:
+    body = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": f"key {secret} bad"}}
+    return httpx.Response(400, json=body)
+
+
+def _failed_upload(mock, secret: str) -> None:
+    """A resumable upload that is accepted, and whose File then ends FAILED, quoting ``secret``."""
+    session = "https://generativelanguage.googleapis.com/upload/v1beta/files?upload_id=u1"
+    failed = {
+        "name": "files/f1",
+        "mimeType": "image/png",
+        "state": "FAILED",
+        "error": {"code": 400, "message": f"could not process with key {secret}"},
+    }
+    final = {"x-goog-upload-status": "final"}
+    mock.post(url__regex=r".*upload_id=u1.*").mock(
+        return_value=httpx.Response(200, json={"file": failed}, headers=final)
+    )
+    mock.post(url__regex=UPLOAD).mock(
+        return_value=httpx.Response(
+            200, headers={"x-goog-upload-url": session, "x-goog-upload-status": "active"}
+        )
+    )
+
+
+@pytest.mark.parametrize("failure", ["http_error", "failed_file"])
+async def test_a_key_echoed_by_the_files_api_is_scrubbed_from_the_upload_error(
+    http, mock, monkeypatch, caplog, failure
+):
+    import agent._media as media
+    from agent import AgentError
+    from toolnexus import Attachment
+
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setattr(media, "INLINE_LIMIT", 10)
+    if failure == "http_error":
+        mock.post(url__regex=UPLOAD).mock(return_value=_echo(KEY))
+    else:
+        _failed_upload(mock, KEY)
+    agent = Agent(
+        limits=RunLimits(retry=RetryPolicy(attempts=1)),
+        client=ClientSettings(api_key=KEY, http_client=http),
+    )
+    with pytest.raises(AgentError, match="upload") as info:
+        await agent.run(["Describe", Attachment("image/png", data=b"x" * 64)])
+    assert mock.calls[0].request.headers["x-goog-api-key"] == KEY  # the key was in use
+    assert "***" in str(info.value)
+    assert KEY not in "".join(traceback.format_exception(info.value))
+    for record in caplog.records:
+        assert KEY not in record.getMessage()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,59 @@ async def test_bad_prompts_are_refused_before_sending(monkeypatch: pytest.Monkey
     with pytest.raises(TypeError, match="prompt part 0 is a int"):
         await agent.run([3])  # type: ignore[list-item]
     assert fake.requests == []
+
+
+@pytest.mark.timeout(30)  # before regular files only, opening the FIFO hung here
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "folder", "over the cap"])
+async def test_a_prompt_path_that_is_no_regular_file_is_refused_before_any_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    import toolnexus._attachment as attachment
+
+    path = tmp_path / "input.png"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        monkeypatch.setattr(attachment, "MAX_FILE_BYTES", 8)
+        path.write_bytes(PNG)
+    fake = FakeGemini([])
+    with pytest.raises(ConfigurationError, match=r"prompt part 1: cannot attach .*input\.png") as e:
+        await agent_on(fake).run(["What is it?", path])
+    problem = "is over 8 bytes" if kind == "over the cap" else "is not a regular file"
+    assert problem in str(e.value)
+    assert fake.requests == []
+
+
+_READ_OFF_THE_LOOP = """
+import asyncio, sys, threading
+from pathlib import Path
+from agent._media import prompt_content, read_prompt
+
+opened = []
+def audit(event, args):  # every open of the file, with the thread that did it
+    if event == "open" and str(args[0]).endswith("dot.png"):
+        opened.append(threading.current_thread() is threading.main_thread())
+sys.addaudithook(audit)
+path = Path(sys.argv[1])
+content = asyncio.run(read_prompt(["Look", path]))
+assert content == prompt_content(["Look", path])
+print(opened[0], len(content.parts[1].inline_data.data))
+"""
+
+
+def test_prompt_files_are_read_off_the_event_loop(tmp_path: Path) -> None:
+    (tmp_path / "dot.png").write_bytes(PNG)
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_OFF_THE_LOOP, str(tmp_path / "dot.png")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == f"False {len(PNG)}\n", done.stderr  # opened on a worker thread
 
 
 async def test_inline_data_over_the_limit_goes_through_the_files_api(

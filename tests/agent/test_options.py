@@ -59,9 +59,7 @@ async def test_old_keywords_run_the_same_requests_as_the_new_ones() -> None:
     old_fake, new_fake = FakeGemini(["hi"]), FakeGemini(["hi"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        old = Agent(
-            api_key="k", http_client=old_fake.http_client(), temperature=0.3, max_turns=2
-        )
+        old = Agent(api_key="k", http_client=old_fake.http_client(), temperature=0.3, max_turns=2)
     new = Agent(
         client=ClientSettings(api_key="k", http_client=new_fake.http_client()),
         settings=ModelSettings(temperature=0.3),
@@ -151,10 +149,13 @@ def _usd(usage: dict[str, int]) -> float:
     from agent._cost import call_usd
     from agent._result import Usage
 
-    return call_usd(
-        "gemini-2.5-flash",
-        Usage(prompt=usage["promptTokenCount"], candidates=usage["candidatesTokenCount"]),
-    ) or 0.0
+    return (
+        call_usd(
+            "gemini-2.5-flash",
+            Usage(prompt=usage["promptTokenCount"], candidates=usage["candidatesTokenCount"]),
+        )
+        or 0.0
+    )
 
 
 def test_no_package_reaches_into_anothers_private_modules() -> None:

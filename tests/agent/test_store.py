@@ -29,6 +29,7 @@ from agent import (
 from agent._session_lock import session_lock
 from agent._store import LockingStore
 from agent._transcript import CURRENT_TRANSCRIPT_VERSION
+from agent.errors import TranscriptError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,6 +138,33 @@ def test_missing_or_invalid_version_is_refused(bad: object) -> None:
 def test_malformed_layout_names_the_field(data: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         Transcript.from_dict(data)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("{not json", "the transcript is not JSON"),
+        (b"\xff\xfe{}", "the transcript is not JSON"),
+        ('{"version": 1, "contents": ' + DEEP + "}", "nested too deeply to read"),
+        (  # deep enough for the SDK to fail serialising it, not for json to fail reading it
+            json.dumps(
+                {
+                    "version": 1,
+                    "contents": [{"role": "user", "x": json.loads("[" * 400 + "]" * 400)}],
+                }
+            ),
+            "nested more than 200 deep",
+        ),
+    ],
+)
+def test_an_unreadable_transcript_is_a_transcript_error(raw: str | bytes, problem: str) -> None:
+    with pytest.raises(TranscriptError, match=problem) as info:
+        Transcript.from_json(raw)
+    assert isinstance(info.value, SessionError) and isinstance(info.value, ValueError)
+    assert issubclass(TranscriptVersionError, TranscriptError)
 
 
 # -- both stores -----------------------------------------------------------------------------
@@ -324,10 +352,11 @@ async def test_sqlite_failure_inside_the_transaction_keeps_previous(tmp_path: Pa
         )
         conn.commit()
         conn.close()
-        with pytest.raises(sqlite3.DatabaseError, match="disk full"):
+        with pytest.raises(SessionError, match=r"s\.db: cannot be used \(disk full\)") as info:
             await s.save(
                 "s1", transcript(USER_TURN, {"role": "model", "parts": [{"text": "boom"}]})
             )
+        assert isinstance(info.value.__cause__, sqlite3.DatabaseError)
         got = await s.get("s1")
         assert got is not None and got.contents == [USER_TURN]
         await s.save("s1", transcript(USER_TURN, MODEL_TURN))  # the store is still usable
@@ -596,3 +625,111 @@ async def test_a_read_only_store_file_is_a_session_error(tmp_path: Path) -> None
                 await store.save("s", transcript(USER_TURN, MODEL_TURN))
     finally:
         tmp_path.chmod(0o755)
+
+
+def _rows(db: Path) -> list[list[Any]]:
+    with sqlite3.connect(db) as conn:
+        rows = [
+            conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for table in ("sessions", "leases", "archive")
+        ]
+    conn.close()
+    return rows
+
+
+def _damage(db: Path, sql: str, *params: Any) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "problem"),
+    [
+        (
+            "UPDATE sessions SET data = ?",
+            ("{not json",),
+            "session 's1': the transcript is not JSON",
+        ),
+        (
+            "UPDATE sessions SET data = ?",
+            ('{"version": 1, "contents": ' + DEEP + "}",),
+            "session 's1': the transcript is nested too deeply to read",
+        ),
+        (
+            "INSERT INTO archive (session_id, data, added_at) VALUES ('s1', ?, 0)",
+            ("[" * 100_000,),
+            "session 's1': its archive is not readable JSON",
+        ),
+        (
+            "INSERT INTO archive (session_id, data, added_at) VALUES ('s1', ?, 0)",
+            ('{"a": 1}',),
+            "session 's1': its archive holds a batch that is not a list",
+        ),
+    ],
+)
+async def test_a_damaged_row_is_a_one_line_transcript_error_and_left_as_it_was(
+    tmp_path: Path, sql: str, params: tuple[Any, ...], problem: str
+) -> None:
+    db = tmp_path / "s.db"
+    async with SqliteStore(db) as s:
+        await s.save("s1", transcript(USER_TURN))
+    _damage(db, sql, *params)
+    before = _rows(db)
+    async with SqliteStore(db) as s:
+        with pytest.raises(TranscriptError) as info:
+            await s.get("s1")
+            await s.archive("s1")
+    message = str(info.value)
+    assert message.startswith(f"session store {db}: {problem}"), message[:300]
+    assert message.endswith("it was left untouched: delete the session or choose another store")
+    assert len(message) < 600 and "\n" not in message
+    assert _rows(db) == before
+
+
+@pytest.mark.parametrize(
+    ("pid", "expires_at"), [("not-a-pid", 1e12), (12, "soon"), (b"\x00", 1e12), (1.5, 1e12)]
+)
+async def test_a_lease_row_holding_the_wrong_types_is_a_session_error_and_left_as_it_was(
+    tmp_path: Path, pid: Any, expires_at: Any
+) -> None:
+    db = tmp_path / "s.db"
+    async with SqliteStore(db) as s:
+        await s.save("s1", transcript(USER_TURN))
+    _damage(db, "INSERT INTO leases VALUES ('s1', 'o', 'h', ?, ?)", pid, expires_at)
+    before = _rows(db)
+    async with SqliteStore(db) as s:
+        with pytest.raises(SessionError, match=r"the lease of session 's1' is damaged") as info:
+            async with session_lock(s, "s1"):
+                pytest.fail("the session must not be taken")
+    assert "delete its row from the leases table" in str(info.value)
+    assert _rows(db) == before
+
+
+def _immutable(path: Path) -> bool:
+    """Make ``path`` immutable with ``chattr +i`` (as root, on a file system that has it)."""
+    try:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, timeout=30)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+async def test_a_store_file_that_cannot_be_written_is_a_session_error(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    async with SqliteStore(db) as s:
+        await s.save("s1", transcript(USER_TURN))
+    before = db.read_bytes()
+    if not _immutable(db):
+        pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+    try:
+        async with SqliteStore(db) as s:
+            assert (await s.get("s1")) is not None  # reading still works
+            with pytest.raises(SessionError, match=r"s\.db: is read-only; make it"):
+                async with session_lock(s, "s1"):
+                    pytest.fail("the session must not be taken")
+            with pytest.raises(SessionError, match="is read-only"):
+                await s.save("s1", transcript(USER_TURN, MODEL_TURN))
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True, timeout=30)
+    assert db.read_bytes() == before

@@ -423,3 +423,28 @@ def test_an_output_that_is_not_a_regular_file_is_refused_at_once(cli: Cli, workd
             2,
             f"batch: --out {name} is not a regular file; name a file to write to\n",
         )
+
+
+def test_a_reply_quoting_the_api_key_is_scrubbed_from_the_results(
+    cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "AIzaQUOTED-key-0123456789"
+    _write_tasks(workdir / "tasks.yaml", 2)
+
+    def quoting(body: dict[str, Any]) -> ReplyLike:
+        if _prompt(body) == "task 1":
+            return error(400, "INVALID_ARGUMENT", f"cannot use {secret}")
+        return f"the key is {secret}"
+
+    fake = FakeGemini(quoting, api_key=secret)
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with fake.serve() as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        code, out, err = cli(*_batch("out.jsonl"))
+    assert code == 1, err
+    written = (workdir / "out.jsonl").read_text(encoding="utf-8")
+    assert secret not in written + out + err
+    by_id = {r["id"]: r for r in _records(workdir / "out.jsonl")}
+    assert by_id["t00"]["text"] == "the key is ***"
+    assert "cannot use ***" in by_id["t01"]["error"]

@@ -91,3 +91,26 @@ def test_a_coloured_printer_paints_each_kind_of_line_and_leaves_the_answer_alone
         "\n\033[2m--- turn 2 ---\033[0m\n"
         "Done.\n"
     )
+
+
+def test_a_key_the_model_quotes_is_never_shown_even_split_over_pieces(monkeypatch) -> None:
+    secret = "AIzaQUOTED-key-0123456789"
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    out, err = io.StringIO(), io.StringIO()
+    printer = EventPrinter(out, err)
+    call = ToolCall("echo", {"text": secret}, "c1", turn=1)
+    for event in (
+        ThoughtEvent(f"The key is {secret[:6]}", turn=1),
+        ThoughtEvent(f"{secret[6:]}.", turn=1),
+        ToolCallEvent(call),
+        ToolResultEvent(call, ToolResult(f"said {secret}")),
+        TextEvent("Your key: AIza", turn=2),
+        TextEvent("QUOTED-key-01", turn=2),
+        TextEvent("23456789 and AIza", turn=2),  # ends in what could start the key again
+    ):
+        printer.show(event)
+    printer.close()
+    assert out.getvalue() == "Your key: *** and AIza\n"
+    assert err.getvalue() == (
+        '(thinking) The key is ***.\n-> echo {"text": "***"}\n<- echo: said ***\n'
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
+import pytest
+import respx
+
+import agent._media as media
+from agent import SqliteStore, Transcript
 from agent.testing import FakeGemini, blocked, error, function_call, reply
 from tests.cli.conftest import Cli, CliProcess, Hold, cli_env
 
@@ -381,4 +388,162 @@ def test_an_unknown_builtin_tool_is_a_usage_error(cli: Cli) -> None:
     with fake.serve() as server:
         code, _, err = cli("run", *TOOLS, "--builtin-tool", "teleport", "hi", server=server)
     assert code == 2 and "teleport" in err
+    assert fake.requests == []
+
+
+def test_a_failed_file_upload_is_one_line_without_the_key(
+    cli: Cli, workdir: Path, monkeypatch
+) -> None:
+    secret = "AIzaUPLOAD-secret-key-0123456789"
+    (workdir / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"x" * 64)
+    monkeypatch.setattr(media, "INLINE_LIMIT", 10)  # so the file goes through the Files API
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    echo = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": f"key {secret} bad"}}
+    with respx.mock() as router:
+        upload = router.post(url__regex=r".*/upload/v1\w*/files$")
+        upload.mock(return_value=httpx.Response(400, json=echo))
+        code, out, err = cli("run", "--no-builtins", "--file", "big.png", "What?")
+    assert upload.calls[0].request.headers["x-goog-api-key"] == secret
+    assert (code, out) == (1, "")
+    assert err.startswith("run: uploading prompt part 1 to the Files API failed: 400"), err
+    assert len(err.splitlines()) == 1, err
+    assert secret not in err and "***" in err
+
+
+def _damaged_stores(workdir: Path) -> dict[str, str]:
+    """Session stores whose rows are damaged -> the start of the problem the CLI must name."""
+
+    async def make(path: Path) -> None:
+        async with SqliteStore(path) as store:
+            await store.save("s", Transcript([{"role": "user", "parts": [{"text": "hi"}]}]))
+
+    damage = {
+        "not-json.db": ("UPDATE sessions SET data = '{not json'", "session 's': the transcript "),
+        "deep.db": (
+            'UPDATE sessions SET data = \'{"version": 1, "contents": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}'",
+            "session 's': the transcript is nested too deeply to read",
+        ),
+        "pid.db": (
+            "INSERT INTO leases VALUES ('s', 'o', 'h', 'not-a-pid', 1e12)",
+            "the lease of session 's' is damaged",
+        ),
+        "expiry.db": (
+            "INSERT INTO leases VALUES ('s', 'o', 'h', 12, 'soon')",
+            "the lease of session 's' is damaged",
+        ),
+    }
+    for name, (sql, _) in damage.items():
+        asyncio.run(make(workdir / name))
+        with sqlite3.connect(workdir / name) as conn:
+            conn.execute(sql)
+        conn.close()
+    return {name: problem for name, (_, problem) in damage.items()}
+
+
+def _rows(path: Path) -> list[list[object]]:
+    with sqlite3.connect(path) as conn:
+        rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("sessions", "leases")]
+    conn.close()
+    return rows
+
+
+def test_a_damaged_session_store_ends_run_and_chat_in_one_line_exit_2(
+    cli: Cli, workdir: Path
+) -> None:
+    cases = _damaged_stores(workdir)
+    before = {name: _rows(workdir / name) for name in cases}
+    fake = FakeGemini([])
+    with fake.serve() as server:
+        for name, problem in cases.items():
+            code, out, err = cli(
+                "run", *TOOLS, "--session", "s", "--store", name, "hi", server=server
+            )
+            assert (code, out) == (2, ""), (name, err[-500:])
+            assert err.startswith(f"run: session store {name}: {problem}"), err[:300]
+            assert len(err.splitlines()) == 1, err[-500:]
+            code, _, err = cli(
+                "chat", *TOOLS, "--session", "s", "--store", name, server=server, stdin="hi\n"
+            )
+            assert code == 2, (name, err[-500:])
+            assert err.splitlines()[-1].startswith(f"chat: session store {name}: {problem}")
+            assert "Traceback" not in err
+    assert fake.requests == []
+    assert {name: _rows(workdir / name) for name in cases} == before
+
+
+def test_a_store_file_that_cannot_be_written_ends_run_in_one_line_exit_2(
+    cli: Cli, workdir: Path
+) -> None:
+    fake = FakeGemini(["Hello."])
+    with fake.serve() as server:
+        code, _, err = cli("run", *TOOLS, "--session", "s", "--store", "s.db", "hi", server=server)
+        assert code == 0, err
+        before = (workdir / "s.db").read_bytes()
+        made = subprocess.run(["chattr", "+i", "s.db"], cwd=workdir, capture_output=True)
+        if made.returncode != 0:
+            pytest.skip("chattr +i is not available here (needs root and a file system with it)")
+        try:
+            code, out, err = cli(
+                "run", *TOOLS, "--session", "s", "--store", "s.db", "again", server=server
+            )
+        finally:
+            subprocess.run(["chattr", "-i", "s.db"], cwd=workdir, check=True)
+    assert (code, out) == (2, "")
+    assert err == (
+        "run: session store s.db: is read-only; make it (and its folder) writable, or choose "
+        "another path\n"
+    )
+    assert (workdir / "s.db").read_bytes() == before
+    assert len(fake.requests) == 1
+
+
+def test_a_reply_quoting_the_api_key_is_scrubbed_on_every_output_path(
+    cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "AIzaQUOTED-key-0123456789"
+    monkeypatch.setenv("GEMINI_API_KEY", secret)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    shown: list[str] = []
+    for command in (("run", *TOOLS, "hi"), ("run", "--json", *TOOLS, "hi"), ("chat", *TOOLS)):
+        fake = FakeGemini(  # the fake checks the key: the run really used it
+            [
+                function_call("get_weather", {"city": secret}),
+                reply(f"Your key is {secret[:8]}", f"{secret[8:]}, as asked."),
+            ],
+            api_key=secret,
+        )
+        with fake.serve() as server:
+            monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+            code, out, err = cli(*command, stdin="hi\n")
+        assert code == 0, err
+        assert secret not in out + err, command
+        shown.append(out + err)
+    assert "Your key is ***, as asked." in shown[0]
+    assert '-> get_weather {"city": "***"}' in shown[0]
+    assert "<- get_weather: sunny in ***" in shown[0]
+    assert json.loads(shown[1])["text"] == "Your key is ***, as asked."
+    assert "Your key is ***, as asked." in shown[2]
+    asking = [function_call("question", {"questions": [{"question": f"Is {secret} it?"}]})]
+    fake = FakeGemini(asking, api_key=secret)
+    with fake.serve() as server:
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.base_url)
+        code, out, err = cli("run", "hi")  # the built-in `question` tool asks
+    assert code == 3, err
+    assert "Is *** it?" in err and secret not in err
+
+
+def test_store_without_session_is_refused_as_session_without_store_is(cli: Cli) -> None:
+    fake = FakeGemini(["never sent"])
+    with fake.serve() as server:
+        code, out, err = cli("run", *TOOLS, "--store", "chats.db", "hi", server=server)
+    assert (code, out) == (2, "")
+    assert err == (
+        "--store needs --session ID (the conversation to keep in it); without --session "
+        "nothing would be stored\n"
+    )
     assert fake.requests == []

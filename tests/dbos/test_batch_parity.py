@@ -35,7 +35,10 @@ def play(body: dict[str, Any]) -> Any:
     parts = body["contents"][-1]["parts"]
     if "functionResponse" not in parts[0]:
         name = parts[0]["text"].rsplit(" ", 1)[-1]
-        calls = [function_call("whoami", {}), function_call("write", {"path": name, "content": "x"})]
+        calls = [
+            function_call("whoami", {}),
+            function_call("write", {"path": name, "content": "x"}),
+        ]
         return reply(*calls)
     outputs = [part["functionResponse"]["response"]["output"] for part in parts]
     return reply(json_output({"answer": outputs[0]}))
@@ -72,8 +75,9 @@ def test_the_dbos_engine_honours_every_flag_the_local_runner_does(
     (tmp_path / "root").mkdir()
     (tmp_path / "notes.txt").write_text("Buy milk.")
     (tmp_path / "schema.json").write_text(
-        json.dumps({"type": "object", "properties": {"answer": {"type": "string"}},
-                    "required": ["answer"]})
+        json.dumps(
+            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        )
     )
     (tmp_path / "tasks.yaml").write_text(TASKS)
     monkeypatch.chdir(tmp_path)
@@ -88,11 +92,24 @@ def test_the_dbos_engine_honours_every_flag_the_local_runner_does(
         fake.requests.clear()
         db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
         worker = subprocess.Popen(
-            [PYTHON, "-m", "agent", "worker", "--db", db, "--recover-every", "0.2",
-             # The worker's own flags name its toolkit; approval, output, deps and built-in
-             # tools travel with each task.
-             "--root", str(tmp_path / "root"), "--tools", "tests.dbos.batch_tools:whoami",
-             "--disable", "bash"],
+            [
+                PYTHON,
+                "-m",
+                "agent",
+                "worker",
+                "--db",
+                db,
+                "--recover-every",
+                "0.2",
+                # The worker's own flags name its toolkit; approval, output, deps and built-in
+                # tools travel with each task.
+                "--root",
+                str(tmp_path / "root"),
+                "--tools",
+                "tests.dbos.batch_tools:whoami",
+                "--disable",
+                "bash",
+            ],
             env=env(GOOGLE_GEMINI_BASE_URL=server.base_url, GEMINI_API_KEY="test-key"),
             cwd=tmp_path,
             text=True,

@@ -86,7 +86,8 @@ def _opened(ws: Workspace, path: Path, shown: str) -> Iterator[tuple[BinaryIO, i
     """Open the regular file ``path`` for reading; yield it and its size.
 
     Refuses a missing path, a directory, a special file (a FIFO does not block: it is
-    opened non-blocking and refused) and a path that changed into a symlink.
+    opened non-blocking and refused), a path that changed into a symlink and, unless the
+    host allows them, a file with more than one hard link.
     """
     try:
         fd = ws.open_file(path)
@@ -98,6 +99,11 @@ def _opened(ws: Workspace, path: Path, shown: str) -> Iterator[tuple[BinaryIO, i
         raise ToolError(f"Cannot open {shown}: {exc.strerror or exc}.") from None
     info = os.fstat(fd)
     problem = _kind_error(info, shown)
+    if problem is None and ws.linked_elsewhere(info):
+        problem = ToolError(
+            f"{shown} has {info.st_nlink} hard links; it is not opened, because another of "
+            "its names may be outside the workspace."
+        )
     if problem is not None:
         os.close(fd)
         raise problem

@@ -21,7 +21,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,12 @@ from toolnexus.builtins._arguments import whole_number
 from toolnexus.builtins._match import (
     GENERATED_DIRS,
     VCS_DIRS,
+    GlobError,
     GlobPattern,
     decode_text,
 )
 from toolnexus.builtins._output import cap, clip
-from toolnexus.builtins._workspace import Workspace
+from toolnexus.builtins._workspace import MAX_PATH, Workspace
 from toolnexus.tool import Handler, ToolContext, ToolError, ToolResult
 
 __all__ = ["glob_handler", "grep_handler"]
@@ -56,13 +57,15 @@ class _Walker:
     resolved and followed only when its target is allowed. Each real directory is visited
     once (by device and inode), so a symlink to a directory already walked, or a loop,
     adds nothing. Version-control directories are never entered; `GENERATED_DIRS` only
-    when the search base is inside one.
+    when the search base is inside one. Once ``stop`` is set (the call ended) the walk
+    raises `_Stopped`, so it does not go on in the background.
     """
 
-    __slots__ = ("_bases", "_seen", "_skip", "workspace")
+    __slots__ = ("_bases", "_seen", "_skip", "_stop", "workspace")
 
-    def __init__(self, workspace: Workspace, base: Path) -> None:
+    def __init__(self, workspace: Workspace, base: Path, stop: threading.Event) -> None:
         self.workspace = workspace
+        self._stop = stop
         self._bases = (workspace.root, *workspace.read_only)
         shown = workspace.display(base)
         inside_generated = any(part in GENERATED_DIRS for part in Path(shown).parts)
@@ -78,6 +81,8 @@ class _Walker:
         """Yield ``(shown path, path relative to base, real path)`` for files under ``base``."""
         stack = [self._entries(base, base)]
         while stack:
+            if self._stop.is_set():
+                raise _Stopped
             entry = next(stack[-1], None)
             if entry is None:
                 stack.pop()
@@ -127,7 +132,10 @@ class _Walker:
 
 
 def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
-    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None."""
+    """Return the UTF-8 text of the regular file ``real`` (at most ``most`` bytes), or None.
+
+    None also for a file with other hard links, unless the host allows them.
+    """
     try:
         fd = workspace.open_file(real)
     except (OSError, ToolError):
@@ -136,14 +144,18 @@ def _read_text(workspace: Workspace, real: Path, most: int) -> str | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > most:
             return None
+        if workspace.linked_elsewhere(info):
+            return None
         raw = handle.read(most + 1)
     return None if len(raw) > most else decode_text(raw)
 
 
 def _glob(pattern: str, field: str) -> GlobPattern:
+    if len(pattern) > MAX_PATH:
+        raise ToolError(f"`{field}` is too long ({len(pattern)} characters; at most {MAX_PATH}).")
     try:
         return GlobPattern(pattern)
-    except re.error as exc:
+    except GlobError as exc:
         raise ToolError(f"Invalid glob pattern in `{field}`: {exc}") from None
 
 
@@ -231,7 +243,11 @@ class _Matcher:
 
 
 def _run_grep(
-    settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any], matcher: _Matcher
+    settings: BuiltinSettings,
+    workspace: Workspace,
+    args: dict[str, Any],
+    matcher: _Matcher,
+    stop: threading.Event,
 ) -> str:
     limit = _limit(args)
     include = _glob(args["include"], "include") if args.get("include") else None
@@ -240,7 +256,7 @@ def _run_grep(
     if base.is_file():
         candidates: Iterator[tuple[Path, str, Path]] = iter([(base, base.name, base)])
     else:
-        candidates = _Walker(workspace, base).files(base)
+        candidates = _Walker(workspace, base, stop).files(base)
     found: list[str] = []
     skipped = 0
     more = False
@@ -285,7 +301,9 @@ def _grep_report(
             "`include`, or raise `limit` to see more]"
         )
     if skipped:
-        notes.append(f"[skipped {skipped} binary, non-UTF-8, unreadable or oversized file(s)]")
+        notes.append(
+            f"[skipped {skipped} binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
+        )
     if not found:
         return "\n".join(["No matches found.", *notes])
     body = cap(
@@ -297,7 +315,9 @@ def _grep_report(
     return "\n".join([body, *notes])
 
 
-def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any]) -> str:
+def _run_glob(
+    settings: BuiltinSettings, workspace: Workspace, args: dict[str, Any], stop: threading.Event
+) -> str:
     pattern = args["pattern"]
     if not pattern.strip():
         raise ToolError("Invalid arguments: `pattern` is empty.")
@@ -308,7 +328,7 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
         raise ToolError(f"Search path {args.get('path')!r} is a file, not a directory.")
     found: list[str] = []
     more = False
-    for path, relative, _ in _Walker(workspace, base).files(base):
+    for path, relative, _ in _Walker(workspace, base, stop).files(base):
         if matcher.matches(relative):
             if len(found) == limit:
                 more = True
@@ -330,24 +350,13 @@ def _run_glob(settings: BuiltinSettings, workspace: Workspace, args: dict[str, A
     return body
 
 
-def _search_handler(
-    run: Callable[[BuiltinSettings, Workspace, dict[str, Any]], str],
-    settings: BuiltinSettings,
-) -> Handler:
-    workspace = Workspace(settings)
-
-    def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return ToolResult(run(settings, workspace, args))
-
-    return handler
-
-
 def grep_handler(settings: BuiltinSettings) -> Handler:
     """Return the handler of the ``grep`` tool for ``settings``' workspace.
 
     The handler is async: the search runs on a thread and the matching in a child process
-    (`_Matcher`), and when the call times out or is cancelled the child is killed, so a
-    catastrophic pattern neither freezes the event loop nor outlives its call.
+    (`_Matcher`), and when the call times out or is cancelled the child is killed and the
+    walk stops, so a catastrophic pattern neither freezes the event loop nor outlives its
+    call. ``include`` is a `GlobPattern`, whose matching is linear and needs no process.
     """
     workspace = Workspace(settings)
 
@@ -356,16 +365,31 @@ def grep_handler(settings: BuiltinSettings) -> Handler:
             re.compile(args["pattern"])
         except re.error as exc:
             raise ToolError(f"Invalid regular expression in `pattern`: {exc}") from None
-        matcher = _Matcher(args["pattern"])
+        matcher, stop = _Matcher(args["pattern"]), threading.Event()
         try:
-            run = functools.partial(_run_grep, settings, workspace, args, matcher)
+            run = functools.partial(_run_grep, settings, workspace, args, matcher, stop)
             return ToolResult(await asyncio.to_thread(run))
         finally:
+            stop.set()
             matcher.stop()
 
     return handler
 
 
 def glob_handler(settings: BuiltinSettings) -> Handler:
-    """Return the handler of the ``glob`` tool for ``settings``' workspace."""
-    return _search_handler(_run_glob, settings)
+    """Return the handler of the ``glob`` tool for ``settings``' workspace.
+
+    The walk runs on a thread and stops when the call times out or is cancelled; matching
+    a name is linear in its length (`GlobPattern`), so no pattern can stall it.
+    """
+    workspace = Workspace(settings)
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        stop = threading.Event()
+        try:
+            run = functools.partial(_run_glob, settings, workspace, args, stop)
+            return ToolResult(await asyncio.to_thread(run))
+        finally:
+            stop.set()
+
+    return handler

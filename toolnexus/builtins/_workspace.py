@@ -64,12 +64,22 @@ class Workspace:
     never written. With ``confine=False`` every path is allowed.
     """
 
-    __slots__ = ("confine", "read_only", "root")
+    __slots__ = ("allow_hard_links", "confine", "read_only", "root")
 
     def __init__(self, settings: BuiltinSettings) -> None:
         self.root = settings.root
         self.read_only = settings.read_only
         self.confine = settings.confine
+        self.allow_hard_links = settings.allow_hard_links
+
+    def linked_elsewhere(self, info: os.stat_result) -> bool:
+        """Tell whether the opened file ``info`` must not be read for its other hard links.
+
+        A hard link in the workspace to a file outside is that file under a second name;
+        the path checks cannot see it, so a confined workspace reads only files with a
+        single link, unless the host allowed more (``allow_hard_links``).
+        """
+        return self.confine and not self.allow_hard_links and info.st_nlink > 1
 
     def resolve(self, path: str, *, write: bool = False) -> Path:
         """Return the absolute, symlink-free path for ``path``, or raise `ToolError`."""

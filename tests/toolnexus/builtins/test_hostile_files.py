@@ -251,3 +251,75 @@ async def test_grep_keeps_python_re_syntax_in_its_matcher(tmp_path: Path) -> Non
     tk = tn.build(root=tmp_path)
     result = await tn.execute_async(tk, "grep", {"pattern": r"^(\w\w)\1$|c(?=d)"})
     assert result.output == "a.txt:1:abab\na.txt:2:abcd\na.txt:3:xyxy"
+
+
+BACKTRACKING_GLOB = "*a" * 10 + "*b"
+"""As a regex, this tries about 10^15 ways on a long name of ``a`` before it fails."""
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("glob", {"pattern": BACKTRACKING_GLOB}),
+        ("grep", {"pattern": "a", "include": BACKTRACKING_GLOB}),
+        ("glob", {"pattern": "**/" * 20 + "x"}),
+        ("grep", {"pattern": "a", "include": "**/" * 20 + "x"}),
+    ],
+)
+async def test_a_glob_pattern_cannot_make_glob_or_grep_include_backtrack(
+    tmp_path: Path, name: str, args: dict[str, Any]
+) -> None:
+    deep = tmp_path.joinpath(*["d"] * 30)
+    deep.mkdir(parents=True)
+    (deep / ("a" * 200)).write_text("a\n")
+    (tmp_path / ("a" * 200)).write_text("a\n")
+    tk = tn.build(root=tmp_path)
+    result = await tn.execute_async(tk, name, args, tn.ToolContext(timeout=3))
+    expected = "No files found." if name == "glob" else "No matches found."
+    assert (result.is_error, result.output) == (False, expected)
+
+
+def test_a_search_walk_ends_once_its_call_has_ended(tmp_path: Path) -> None:
+    from toolnexus._registry import BuiltinSettings
+    from toolnexus.builtins._search import _Stopped, _Walker
+    from toolnexus.builtins._workspace import Workspace
+
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("")
+    stop = threading.Event()  # what the glob and grep handlers set when their call ends
+    walk = _Walker(Workspace(BuiltinSettings(root=tmp_path)), tmp_path, stop).files(tmp_path)
+    assert next(walk)[1] == "f0.txt"
+    stop.set()
+    with pytest.raises(_Stopped):
+        next(walk)
+
+
+def test_a_hard_link_to_a_file_outside_is_not_read_unless_the_host_allows_it(
+    tmp_path: Path,
+) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside.txt"
+    root.mkdir()
+    outside.write_text(f"{SECRET}\n")
+    os.link(outside, root / "link.txt")
+    os.link(outside, root / "link.png")  # an image is read whole: the same refusal
+    tk = tn.build(root=root)
+    for name, args in [
+        ("read", {"path": "link.txt"}),
+        ("read", {"path": "link.png"}),
+        ("edit", {"path": "link.txt", "oldString": "S", "newString": "s"}),
+    ]:
+        result = tn.execute(tk, name, args)
+        assert result.is_error, name
+        assert "has 3 hard links; it is not opened" in result.output
+        assert SECRET not in result.output
+    grep = tn.execute(tk, "grep", {"pattern": "SECRET"})
+    assert grep.output == (
+        "No matches found.\n"
+        "[skipped 2 binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
+    )
+    allowed = tn.build(root=root, allow_hard_links=True)
+    assert SECRET in tn.execute(allowed, "read", {"path": "link.txt"}).output
+    assert tn.execute(allowed, "grep", {"pattern": "SECRET", "include": "*.txt"}).output == (
+        f"link.txt:1:{SECRET}"
+    )
+    assert outside.read_text() == f"{SECRET}\n"

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from toolnexus.builtins._match import (
+    MAX_BRACE_DEPTH,
+    GlobError,
     GlobPattern,
-    compile_glob,
     decode_text,
     is_binary,
     matching_lines,
@@ -52,11 +53,56 @@ def test_glob_pattern(pattern: str, path: str, expected: bool) -> None:
     assert GlobPattern(pattern).matches(path) is expected
 
 
-def test_compile_glob_matches_whole_path_only() -> None:
-    regex = compile_glob("*.py")
-    assert regex.match("a.py")
-    assert not regex.match("a.py.bak")
-    assert not regex.match("dir/a.py")
+def test_a_glob_matches_the_whole_path_only() -> None:
+    anchored = GlobPattern("src/*.py")
+    assert anchored.matches("src/a.py")
+    assert not anchored.matches("src/a.py.bak")
+    assert not anchored.matches("lib/src/a.py")
+    assert not GlobPattern("*.py").matches("a.py.bak")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        ("[a-]x", "-x", True),  # a dash at the end of a class is literal
+        ("[-a]x", "-x", True),
+        ("[]a]", "]", True),  # so is a "]" first
+        ("[!a-c]", "/", False),  # a negated class never matches "/"
+        ("a\nb*", "a\nbc", True),  # "*" and "?" match newlines in names
+        ("{a,{b,c}d}", "cd", True),
+        ("{,x}y", "y", True),  # an empty alternative
+        ("**/", "a/b/", True),
+        ("x/**/y", "x/y", True),
+        ("x**y", "xaay", True),  # "**" inside a segment is two "*"
+        ("x**y", "xa/y", False),
+    ],
+)
+def test_glob_edge_cases(pattern: str, path: str, expected: bool) -> None:
+    assert GlobPattern(pattern).matches(path) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path"),
+    [
+        ("*a" * 10 + "*b", "a" * 200),  # a backtracking regex tries ~10^15 ways here
+        ("**/" * 20 + "x", "d/" * 40 + "y"),
+        ("*" * 4000 + "b", "a" * 4000),
+        ("{a,{a,{a,{a,a*}}}}" * 20 + "b", "a" * 200),
+    ],
+)
+def test_matching_stays_linear_on_patterns_that_make_regexes_backtrack(
+    pattern: str, path: str
+) -> None:
+    assert GlobPattern(pattern).matches(path) is False
+    assert GlobPattern(pattern).matches(path.replace("a", "b", 1)) is False
+
+
+def test_a_bad_range_or_too_deep_braces_is_a_glob_error() -> None:
+    with pytest.raises(GlobError, match="bad character range z-a"):
+        GlobPattern("[z-a]")
+    with pytest.raises(GlobError, match=f"nested more than {MAX_BRACE_DEPTH} deep"):
+        GlobPattern("{" * 100 + "a" + "}" * 100)
+    assert GlobPattern("{" * MAX_BRACE_DEPTH + "a" + "}" * MAX_BRACE_DEPTH).matches("a")
 
 
 def test_sort_paths_orders_segment_by_segment() -> None:

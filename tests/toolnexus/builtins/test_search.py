@@ -65,7 +65,7 @@ def test_grep_reports_file_line_text_in_sorted_order(tk: Toolkit) -> None:
         "b.py:2:print('needle b')",
         "notes.txt:1:needle in text",
         "src/pkg/mod.py:2:needle = 2",
-        "[skipped 2 binary, non-UTF-8, unreadable or oversized file(s)]",
+        "[skipped 2 binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]",
     ]
 
 
@@ -86,7 +86,7 @@ def test_grep_include_supports_braces_and_classes(tk: Toolkit) -> None:
 def test_grep_path_narrows_and_accepts_a_file(tk: Toolkit) -> None:
     assert grep(tk, pattern="needle", path="src/pkg").output == (
         "src/pkg/mod.py:2:needle = 2\n"
-        "[skipped 1 binary, non-UTF-8, unreadable or oversized file(s)]"
+        "[skipped 1 binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
     )
     assert grep(tk, pattern="return", path="a.py").output == "a.py:2:    return 'needle a'"
 
@@ -250,7 +250,9 @@ def test_a_symlinked_directory_is_walked_once(workspace: Path, tk: Toolkit) -> N
     assert not any(name.startswith("src_alias/") for name in names)
     hits = grep(tk, pattern="needle = 2").output.splitlines()
     assert hits[0] == "src/pkg/mod.py:2:needle = 2"
-    assert hits[1:] == ["[skipped 2 binary, non-UTF-8, unreadable or oversized file(s)]"]
+    assert hits[1:] == [
+        "[skipped 2 binary, non-UTF-8, unreadable, oversized or hard-linked file(s)]"
+    ]
 
 
 def test_generated_directories_are_skipped_unless_searched_directly(workspace: Path) -> None:
