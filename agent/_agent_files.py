@@ -50,6 +50,7 @@ __all__ = [
     "AgentFile",
     "AgentFileWarning",
     "fit_descriptions",
+    "list_agent_files",
     "load_agents",
     "load_agents_async",
     "read_agent_file",
@@ -281,6 +282,25 @@ def _agent_paths(path: str | Path | Sequence[str | Path]) -> list[tuple[Path, bo
         else:
             raise ConfigurationError(f"no agent file or directory at {item}")
     return files
+
+
+def list_agent_files(
+    path: str | Path | Sequence[str | Path],
+) -> tuple[list[AgentFile], list[ConfigurationError]]:
+    """Read the agent files ``path`` names without building agents: an inventory.
+
+    Args:
+        path: A directory of agent files, one file, or a list of either.
+
+    Returns:
+        The files that can be used, and for each other one the error that says why not.
+
+    Raises:
+        ConfigurationError: ``path`` does not exist.
+    """
+    found = _read_all(path)
+    specs = [item.spec for item in found if item.spec is not None]
+    return specs, [item.problem for item in found if item.problem is not None]
 
 
 def load_agents(
