@@ -90,6 +90,7 @@ EXAMPLES = [example for page in PAGES for example in _examples(page)]
 def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)  # e.g. .claude/agents/x.md
         (tmp_path / name).write_text(content, encoding="utf-8")
     return tmp_path
 
