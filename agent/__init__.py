@@ -36,7 +36,12 @@ from agent.errors import (
 
 if TYPE_CHECKING:
     from agent._agent import DEFAULT_MODEL, Agent, ToolDeclarationWarning
-    from agent._agent_files import load_agents
+    from agent._agent_files import (
+        AgentFileWarning,
+        list_agent_files,
+        load_agents,
+        load_agents_async,
+    )
     from agent._approval import ApprovalPolicy, Deny
     from agent._client import ClientSettings
     from agent._compaction import Compaction
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
     from agent._media import Prompt
     from agent._options import ModelSettings, RunLimits
     from agent._plan import RunPlan
+    from agent._redact import scrub
     from agent._result import RunResult, ToolCallRecord, Usage
     from agent._retry import RetryPolicy
     from agent._store import MemoryStore, Store
@@ -73,6 +79,9 @@ _LAZY = {
     "ModelRequest": "agent.hooks",
     "Veto": "agent.hooks",
     "load_agents": "agent._agent_files",
+    "load_agents_async": "agent._agent_files",
+    "list_agent_files": "agent._agent_files",
+    "AgentFileWarning": "agent._agent_files",
     "Cost": "agent._cost",
     "UsageLimits": "agent._limits",
     "Compaction": "agent._compaction",
@@ -80,6 +89,7 @@ _LAZY = {
     "ModelSettings": "agent._options",
     "RunLimits": "agent._options",
     "RunPlan": "agent._plan",
+    "scrub": "agent._redact",
     "Prompt": "agent._media",
     "Steps": "agent.steps",
 }
@@ -102,6 +112,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "Agent",
     "AgentError",
+    "AgentFileWarning",
     "ApprovalPolicy",
     "ClientSettings",
     "Compaction",
@@ -135,5 +146,8 @@ __all__ = [
     "Usage",
     "UsageLimits",
     "Veto",
+    "list_agent_files",
     "load_agents",
+    "load_agents_async",
+    "scrub",
 ]

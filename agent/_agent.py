@@ -495,7 +495,11 @@ class Agent:
         return await self.plan(history=history, session=session).compact(policy)
 
     async def aclose(self) -> None:
-        """Close the HTTP client the agent created (a supplied one is left open)."""
+        """Release this agent's share of the HTTP client it created.
+
+        Agents with the same client settings share one client; the last one to close
+        closes it. A client passed in is left open.
+        """
         await self._core.model.aclose()
 
     async def __aenter__(self) -> Agent:

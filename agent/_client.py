@@ -4,12 +4,21 @@ The default client runs on an ``httpx.AsyncClient`` (not the SDK's default backe
 ``respx`` and the in-process fake Gemini transport can serve it. Every request has a timeout
 (the SDK has none by default); the SDK's own retries stay off, because the agent retries with
 its own policy.
+
+A process holds one SDK client per distinct client configuration: agents built with the
+same settings (a lead and the sub-agents of its agent files, the agents of a batch) share
+it, because building one costs tens of milliseconds (its TLS contexts). The shared HTTP
+connections are pooled per event loop, as a connection belongs to the loop that opened it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from dataclasses import dataclass
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 from google import genai
@@ -18,7 +27,16 @@ from google.genai import types
 from agent._redact import scrub
 from agent.errors import ConfigurationError
 
-__all__ = ["MISSING_KEY", "ClientSettings", "Clients", "api_key_of", "build_client", "scrub"]
+__all__ = [
+    "MISSING_KEY",
+    "ClientSettings",
+    "Clients",
+    "Closable",
+    "LoopPools",
+    "api_key_of",
+    "build_client",
+    "scrub",
+]
 
 MISSING_KEY = (
     "No Gemini API key found. Set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment "
@@ -29,16 +47,27 @@ MISSING_KEY = (
 )
 
 
+class Closable(Protocol):
+    """Something an agent closes when it is done with it."""
+
+    async def aclose(self) -> None:
+        """Close it (or this agent's share of it)."""
+
+
 @dataclass(slots=True)
 class Clients:
     """The SDK client and, when the agent built it, the HTTP pieces it owns."""
 
     genai: genai.Client
     """The SDK client every model call goes through."""
-    http: httpx.AsyncClient | None = None
-    """The HTTP client the agent created (``None`` when the caller supplied one)."""
-    transport: httpx.AsyncHTTPTransport | None = None
-    """Its connection pool, released after each `run_sync` so a new event loop can reuse it."""
+    http: Closable | None = None
+    """This agent's share of the HTTP client it created (``None`` when the caller supplied
+    one): closing it closes the client once no other agent shares it."""
+    transport: Closable | None = None
+    """The connection pools, released after each `run_sync` so a new event loop can reuse
+    the client; closing it closes the running event loop's pool only."""
+    share: object = None
+    """Keeps the shared client cached while this agent uses it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,25 +92,141 @@ class ClientSettings:
     """Seconds per request, or ``None`` for no limit."""
 
 
+class LoopPools(httpx.AsyncBaseTransport):
+    """The connection pools of one shared HTTP client: one per event loop.
+
+    A pooled connection belongs to the event loop that opened it, and agents sharing a
+    client may run on different loops (one `run_sync` after another, or threads). Each loop
+    gets its own pool; all share one TLS context, which is the costly part to build.
+    """
+
+    def __init__(self) -> None:
+        self._tls = httpx.create_ssl_context()
+        self._pools: dict[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = {}
+        self._lock = threading.Lock()
+
+    def _pool(self) -> httpx.AsyncHTTPTransport:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            # The connections of a loop that has ended can be neither used nor closed.
+            for ended in [old for old in self._pools if old.is_closed()]:
+                del self._pools[ended]
+            pool = self._pools.get(loop)
+            if pool is None:
+                pool = self._pools[loop] = httpx.AsyncHTTPTransport(verify=self._tls)
+        return pool
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through the running event loop's pool."""
+        return await self._pool().handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the running event loop's connections (the other loops' stay open)."""
+        with self._lock:
+            pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.aclose()
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class _Shared:
+    """One cached SDK client, with the HTTP client it was built on when it owns it."""
+
+    key: tuple[object, ...]
+    genai: genai.Client
+    http: httpx.AsyncClient | None
+    pools: LoopPools | None
+    leases: weakref.WeakSet[_Lease] = field(default_factory=weakref.WeakSet)
+
+
+@dataclass(eq=False, slots=True, weakref_slot=True)
+class _Lease:
+    """One agent's share of an owned HTTP client: the last share closed closes the client."""
+
+    shared: _Shared
+    closed: bool = False
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with _LOCK:
+            self.shared.leases.discard(self)
+            last = not self.shared.leases
+            if last and _CACHE.get(self.shared.key) is self.shared:
+                del _CACHE[self.shared.key]
+        if last and self.shared.http is not None:
+            await self.shared.http.aclose()
+
+
+_CACHE: weakref.WeakValueDictionary[tuple[object, ...], _Shared] = weakref.WeakValueDictionary()
+"""The SDK clients in use, by configuration; one is dropped when no agent holds it."""
+_LOCK = threading.Lock()
+
+_ENV_PREFIXES = ("GOOGLE_", "GEMINI_", "SSL_CERT_")
+"""The environment the SDK reads (keys, Vertex settings, certificates): part of the key."""
+
+
+def _key(settings: ClientSettings) -> tuple[object, ...]:
+    env = tuple(
+        sorted(
+            (name, value)
+            for name, value in os.environ.items()
+            if name.upper().startswith(_ENV_PREFIXES) or name.upper().endswith("_PROXY")
+        )
+    )
+    # The identity of a supplied HTTP client, not the client: while the entry lives, its SDK
+    # client holds the HTTP client, so the id cannot be reused by another one.
+    supplied = None if settings.http_client is None else id(settings.http_client)
+    return (
+        settings.api_key,
+        settings.base_url,
+        settings.api_version,
+        settings.vertexai,
+        settings.project,
+        settings.location,
+        settings.timeout,
+        supplied,
+        env,
+    )
+
+
 def build_client(settings: ClientSettings) -> Clients:
-    """Build the SDK client on an ``httpx.AsyncClient``.
+    """Return the SDK client for ``settings``: the process's shared one, built when needed.
+
+    Agents whose client settings (and the environment the SDK reads) are the same share
+    one SDK client and, when they did not supply one, one HTTP client. Each agent gets its
+    own share: closing it closes the HTTP client once no other agent holds it.
 
     Args:
         settings: The key, endpoint and HTTP settings.
 
     Returns:
-        The SDK client with the HTTP pieces the agent owns.
+        The SDK client with this agent's share of the HTTP pieces it owns.
 
     Raises:
         ConfigurationError: No key was found, or the settings do not fit together.
     """
+    key = _key(settings)
+    with _LOCK:
+        shared = _CACHE.get(key)
+        if shared is None:
+            shared = _CACHE[key] = _build(settings, key)
+        if shared.http is None:
+            return Clients(shared.genai, share=shared)
+        lease = _Lease(shared)
+        shared.leases.add(lease)
+    return Clients(shared.genai, lease, shared.pools, shared)
+
+
+def _build(settings: ClientSettings, key: tuple[object, ...]) -> _Shared:
     api_key = settings.api_key
     http_client = settings.http_client
-    transport: httpx.AsyncHTTPTransport | None = None
+    pools: LoopPools | None = None
     owned: httpx.AsyncClient | None = None
     if http_client is None:
-        transport = httpx.AsyncHTTPTransport()
-        owned = http_client = httpx.AsyncClient(transport=transport)
+        pools = LoopPools()
+        owned = http_client = httpx.AsyncClient(transport=pools)
     options = types.HttpOptions(
         httpx_async_client=http_client,
         timeout=None if settings.timeout is None else max(1, round(settings.timeout * 1000)),
@@ -105,7 +250,7 @@ def build_client(settings: ClientSettings) -> Clients:
         raise ConfigurationError(
             f"Invalid Gemini client settings: {scrub(str(exc), api_key)}"
         ) from None
-    return Clients(client, owned, transport)
+    return _Shared(key, client, owned, pools)
 
 
 def api_key_of(client: object) -> str | None:

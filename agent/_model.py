@@ -291,7 +291,7 @@ class GeminiModel:
             await self.clients.transport.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP client the agent created (a supplied one is left open)."""
+        """Release this agent's share of the HTTP client it created (the last share closes it)."""
         if self.clients.http is not None:
             await self.clients.http.aclose()
 

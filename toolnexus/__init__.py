@@ -52,7 +52,16 @@ if TYPE_CHECKING:
     from toolnexus._registry import Limits
     from toolnexus._schema import schema_problems, schema_validator
     from toolnexus._skill_tool import skills_prompt
-    from toolnexus._skills import Skill, SkillInventory, SkippedSkill, list_skills
+    from toolnexus._skills import (
+        FrontmatterError,
+        Skill,
+        SkillInventory,
+        SkippedSkill,
+        list_skills,
+        parse_frontmatter,
+        read_small_file,
+        split_frontmatter,
+    )
     from toolnexus.adapter import to_anthropic, to_gemini, to_openai
 
 _LAZY = {
@@ -72,6 +81,10 @@ _LAZY = {
     "SkillInventory": "toolnexus._skills",
     "SkippedSkill": "toolnexus._skills",
     "list_skills": "toolnexus._skills",
+    "FrontmatterError": "toolnexus._skills",
+    "parse_frontmatter": "toolnexus._skills",
+    "read_small_file": "toolnexus._skills",
+    "split_frontmatter": "toolnexus._skills",
     "skills_prompt": "toolnexus._skill_tool",
     "to_anthropic": "toolnexus.adapter",
     "to_gemini": "toolnexus.adapter",
@@ -97,6 +110,7 @@ __all__ = [
     "ArgumentError",
     "Attachment",
     "ConfigError",
+    "FrontmatterError",
     "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
@@ -120,10 +134,13 @@ __all__ = [
     "http_tool",
     "list_skills",
     "mcp_status",
+    "parse_frontmatter",
+    "read_small_file",
     "sanitize",
     "schema_problems",
     "schema_validator",
     "skills_prompt",
+    "split_frontmatter",
     "to_anthropic",
     "to_gemini",
     "to_openai",

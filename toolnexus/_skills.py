@@ -197,8 +197,11 @@ def _skill_files(
 # --- frontmatter ---------------------------------------------------------------------------
 
 
-class _MalformedError(Exception):
-    """The frontmatter cannot be read; the message says why."""
+class FrontmatterError(ValueError):
+    """A ``---`` frontmatter block cannot be read; the message says why."""
+
+
+_MalformedError = FrontmatterError
 
 
 class _BadNameError(_MalformedError):
@@ -436,3 +439,33 @@ def list_skills(dirs: SkillDirs) -> SkillInventory:
     inventory = _discover(dirs)
     _warn([s for s in inventory.skipped if s.reason == "duplicate-name"], stacklevel=2)
     return inventory
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Split a Markdown file with a ``---`` frontmatter into its YAML source and its body.
+
+    Returns:
+        ``(source, body)``; ``source`` is ``None`` when the text has no frontmatter.
+
+    Raises:
+        FrontmatterError: The frontmatter is opened but never closed.
+    """
+    return _split_frontmatter(text)
+
+
+def parse_frontmatter(source: str) -> object:
+    """Parse frontmatter YAML as skills are read (``safe_load``, scalars as written).
+
+    Raises:
+        FrontmatterError: The YAML is invalid (the message names the line).
+    """
+    return _yaml_frontmatter(source)
+
+
+def read_small_file(path: str) -> bytes:
+    """Read a regular file of at most 1 MB without blocking on a FIFO or a device.
+
+    Raises:
+        OSError: Not a regular file, too large, or unreadable.
+    """
+    return _read_capped(path)[0]

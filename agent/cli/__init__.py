@@ -14,8 +14,10 @@ Example::
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from agent.cli import batch, batch_status, chat, demo, eval, run, tools, worker
 from agent.cli._exits import (
@@ -53,6 +55,34 @@ _SUBCOMMANDS = (run, chat, tools, batch, eval, demo, worker, batch_status)
 
 Command = Callable[[argparse.Namespace], int]
 
+_EXTRAS = {"dbos": "dbos", "sqlalchemy": "dbos", "opentelemetry": "otel", "mcp": "mcp"}
+"""The optional libraries, by top-level module, and the extra that installs each."""
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: a flag it does not know is its own usage error.
+
+    Left to argparse, the top-level parser reports it, with the top-level usage and no hint
+    of the flags the subcommand has.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self._unrecognized(extras)
+        return parsed, extras
+
+    def _unrecognized(self, extras: list[str]) -> NoReturn:
+        flags = [flag for action in self._actions for flag in action.option_strings]
+        shown = []
+        for extra in extras:
+            name = extra.split("=", 1)[0]
+            close = difflib.get_close_matches(name, flags, n=1) if name.startswith("-") else []
+            shown.append(f"{extra} (did you mean {close[0]}?)" if close else extra)
+        self.error(f"unrecognized arguments: {' '.join(shown)}")
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``toolnexus-agent`` with every subcommand.
@@ -66,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    commands = parser.add_subparsers(
+        title="commands", metavar="COMMAND", parser_class=_CommandParser
+    )
     for subcommand in _SUBCOMMANDS:
         subcommand.add_parser(commands)
     return parser
@@ -103,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     shutdown = export_from_env()
     try:
-        return command(args)
+        return _dispatch(command, args)
     except CliError as exc:
         sys.stderr.write(f"{exc}\n")
         return exc.code
@@ -113,3 +145,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if shutdown is not None:
             shutdown()  # flush the spans of this command
+
+
+def _dispatch(command: Command, args: argparse.Namespace) -> int:
+    """Run ``command``; a missing optional library is a usage error naming its extra."""
+    try:
+        return command(args)
+    except ModuleNotFoundError as exc:
+        extra = _EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        raise CliError(
+            f"toolnexus-agent {_command_name(command)}: needs the `{extra}` extra "
+            f"({exc.name} is not installed): pip install '.[{extra}]' from a clone of "
+            "toolnexus-gemini"
+        ) from None
+
+
+def _command_name(command: Command) -> str:
+    return command.__module__.rpartition(".")[2].replace("_", "-")

@@ -190,10 +190,12 @@ async def open_agents(
     closed before the factory's HTTP client.
     """
     async with open_factory(args) as factory, await build_toolkit(args, own) as toolkit:
-        yield factory, with_subagents(args, factory, toolkit)
+        yield factory, await with_subagents(args, factory, toolkit)
 
 
-def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Toolkit) -> Toolkit:
+async def with_subagents(
+    args: argparse.Namespace, factory: AgentFactory, toolkit: Toolkit
+) -> Toolkit:
     """Add the sub-agents of ``--agents DIR`` to ``toolkit`` (unchanged without the flag).
 
     Each sub-agent works on the same client, with the tools of ``toolkit`` its file allows,
@@ -205,7 +207,7 @@ def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Too
     directory = getattr(args, "agents", None)
     if directory is None:
         return toolkit
-    from agent import ClientSettings, load_agents
+    from agent import ClientSettings, load_agents_async
     from agent.cli._approval import cli_policy
     from toolnexus import Toolkit
 
@@ -213,10 +215,11 @@ def with_subagents(args: argparse.Namespace, factory: AgentFactory, toolkit: Too
         getattr(args, "approval", "ask"), toolkit, unattended=getattr(args, "unattended", False)
     )
     try:
-        helpers = load_agents(
+        helpers = await load_agents_async(
             directory,
             toolkit=toolkit,
             model=factory.model,
+            strict=getattr(args, "strict", False),
             client=ClientSettings(api_key=factory.api_key, http_client=factory.http),
             approval=policy,
         )

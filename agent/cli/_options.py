@@ -52,7 +52,14 @@ def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--agents",
         metavar="DIR",
-        help="load the Markdown agent files (*.md) of DIR as sub-agents the model can call",
+        help="load the Markdown agent files (*.md) of DIR as sub-agents the model can call "
+        "(gemini-cli and Claude Code files too); a file that cannot be used is skipped with "
+        "a warning",
+    )
+    group.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --agents: refuse to start when an agent file cannot be used",
     )
     group.add_argument(
         "--root",

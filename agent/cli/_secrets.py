@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agent._redact import scrub
+from agent import scrub
 
 __all__ = ["StreamScrubber", "api_keys", "scrub_data", "scrub_text"]
 

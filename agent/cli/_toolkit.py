@@ -15,7 +15,13 @@ from agent.cli._options import reason
 if TYPE_CHECKING:
     from toolnexus import Tool, Toolkit
 
-__all__ = ["build_toolkit", "check_toolkit_flags", "import_attr", "load_tools"]
+__all__ = [
+    "build_toolkit",
+    "check_agent_files",
+    "check_toolkit_flags",
+    "import_attr",
+    "load_tools",
+]
 
 
 def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
@@ -24,8 +30,11 @@ def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
     Call it before the event loop starts: it reads the disk and imports modules.
 
     Raises:
-        CliError: A skills directory or ``--root`` is unusable, or a ``--tools`` is bad.
+        CliError: A skills directory or ``--root`` is unusable, a ``--tools`` is bad, the
+            ``--agents`` folder is missing, or (with ``--strict``) one of its files cannot
+            be used.
     """
+    check_agent_files(args)
     for path in args.skills:
         try:
             with os.scandir(path):
@@ -37,6 +46,29 @@ def check_toolkit_flags(args: argparse.Namespace) -> list[Tool]:
     if args.root is not None and not Path(args.root).is_dir():
         raise CliError(f"--root: {args.root} is not a directory")
     return [tool for spec in args.tools for tool in load_tools(spec)]
+
+
+def check_agent_files(args: argparse.Namespace) -> None:
+    """Read the ``--agents`` files before the event loop starts; refuse a bad one with --strict.
+
+    Without ``--strict`` a file that cannot be used is skipped with a warning when the
+    agents are loaded.
+
+    Raises:
+        CliError: The folder is missing, or ``--strict`` and a file cannot be used.
+    """
+    directory = getattr(args, "agents", None)
+    if directory is None:
+        return
+    from agent import list_agent_files
+    from agent.errors import ConfigurationError
+
+    try:
+        _, problems = list_agent_files(directory)
+    except ConfigurationError as exc:
+        raise CliError(f"--agents: {exc}") from None
+    if problems and getattr(args, "strict", False):
+        raise CliError(f"--agents: {problems[0]} (--strict refuses it)")
 
 
 def import_attr(flag: str, spec: str, example: str) -> Any:

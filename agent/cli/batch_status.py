@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -25,7 +26,7 @@ from agent.cli._records import crashed_record
 if TYPE_CHECKING:
     from dbos import DBOSClient, WorkflowStatus
 
-__all__ = ["add_parser", "command", "follow_batch"]
+__all__ = ["add_parser", "command", "follow_batch", "redraw"]
 
 _EPILOG = f"""\
 examples:
@@ -113,14 +114,17 @@ def follow_batch(url: str, batch: str, out: str) -> int:
 
 
 def _show(client: DBOSClient, name: str | None, wait: bool, export: str | None, err: TextIO) -> int:
-    tty = err.isatty()
+    live = err.isatty() and wait
     shown: list[str] = []
+    drawn = 0
     while True:
         batches = _read(client, name)
         lines = [progress.line() for progress in batches]
         unfinished = any(progress.done < progress.total for progress in batches)
-        if tty and wait:
-            err.write("\r" + "\n".join(lines))
+        if live:
+            width = max(shutil.get_terminal_size().columns - 1, 20)
+            err.write(redraw([line[:width] for line in lines], drawn))
+            drawn = max(drawn, len(lines))
         elif lines != shown:
             err.write("".join(line + "\n" for line in lines))
         err.flush()
@@ -128,7 +132,7 @@ def _show(client: DBOSClient, name: str | None, wait: bool, export: str | None, 
         if not (wait and unfinished):
             break
         time.sleep(_REFRESH)
-    if tty and wait:
+    if drawn:
         err.write("\n")
     if not batches:
         err.write(f"no batch{f' named {name!r}' if name else ''} in this database\n")
@@ -141,6 +145,23 @@ def _show(client: DBOSClient, name: str | None, wait: bool, export: str | None, 
         return EXIT_PENDING
     completed = all(set(p.statuses) <= {"completed"} for p in batches)
     return EXIT_OK if completed else EXIT_FAILED
+
+
+def redraw(lines: Sequence[str], drawn: int) -> str:
+    """Return the terminal text that draws ``lines`` over the ``drawn`` lines shown last.
+
+    The cursor stands at the end of the last line drawn. It goes back up to the first one,
+    and every line is cleared before it is written: a shorter line leaves nothing of the
+    longer one, and lines left over from a longer frame are blanked. The frame stays in
+    place however many batches it shows (lines must fit the terminal's width).
+
+    Args:
+        lines: The lines of the new frame.
+        drawn: How many lines the previous frame took (0 for the first).
+    """
+    up = f"\x1b[{drawn - 1}A" if drawn > 1 else ""
+    rows = [*lines, *[""] * (drawn - len(lines))]
+    return up + "\n".join(f"\r\x1b[2K{row}" for row in rows)
 
 
 def _read(client: DBOSClient, name: str | None) -> list[Progress]:

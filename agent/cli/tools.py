@@ -16,7 +16,7 @@ from agent.cli._options import add_toolkit_flags
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 
 if TYPE_CHECKING:
-    from toolnexus import Skill, Tool
+    from toolnexus import Skill, Tool, Toolkit
 
 __all__ = ["add_parser", "command"]
 
@@ -39,6 +39,7 @@ examples:
   toolnexus-agent tools --format gemini > tools.json
   toolnexus-agent tools --format gemini --json-schema > tools.json
   toolnexus-agent tools --no-builtins --tools mytools:forecast --format openai
+  toolnexus-agent tools --agents examples/subagents  # with the sub-agents of those files
 
 exit code: 0, or 2 for a usage error (an unreadable skills dir, a bad mcp.json, ...)."""
 
@@ -50,9 +51,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list the tools, or print them as Gemini/OpenAI/Anthropic JSON",
         description=(
             "Build the toolkit the flags describe (the same flags as `run`) and list each\n"
-            "tool's name, source and the first line of its description, then the skills\n"
-            "the model sees (-v: and the SKILL.md files skipped, with reasons); with\n"
-            "--format, print the declarations exactly as they would be sent to that provider."
+            "tool's name, source and the first line of its description (the sub-agents of\n"
+            "--agents too, as source `agent`), then the skills the model sees (-v: and the\n"
+            "SKILL.md files skipped, with reasons); with --format, print the declarations\n"
+            "exactly as they would be sent to that provider."
         ),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -87,10 +89,15 @@ def command(args: argparse.Namespace) -> int:
         return asyncio.run(_tools(args, own))
 
 
+_LISTING_KEY = "listing-only-never-sent"
+"""The key the listed sub-agents are built with: listing them sends no request."""
+
+
 async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
     import toolnexus as tn
 
-    async with await build_toolkit(args, own) as toolkit:
+    async with await build_toolkit(args, own) as built:
+        toolkit = await _with_agents(args, built)
         if args.format == "gemini":
             sys.stderr.write(_GEMINI_FORMS[args.json_schema])
             payload = tn.to_gemini(toolkit, json_schema=args.json_schema)
@@ -116,6 +123,30 @@ async def _tools(args: argparse.Namespace, own: list[Tool]) -> int:
             sys.stderr.write("(no tools: every source is empty or disabled)\n")
         _skills(toolkit.skills, args.skills if args.verbose else [])
     return EXIT_OK
+
+
+async def _with_agents(args: argparse.Namespace, toolkit: Toolkit) -> Toolkit:
+    """Add the sub-agents of ``--agents`` (as `run` would), so the list shows what the model sees.
+
+    Raises:
+        CliError: An agent file cannot be used (with ``--strict``) or clashes with a tool.
+    """
+    if args.agents is None:
+        return toolkit
+    from agent import ClientSettings, load_agents_async
+    from agent.errors import ConfigurationError
+    from toolnexus import Toolkit
+
+    try:
+        helpers = await load_agents_async(
+            args.agents,
+            toolkit=toolkit,
+            strict=args.strict,
+            client=ClientSettings(api_key=_LISTING_KEY),
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"--agents: {exc}") from None
+    return Toolkit([*toolkit, *helpers], skills=toolkit.skills)
 
 
 def _skills(skills: Sequence[Skill], skills_dirs: list[str]) -> None:

@@ -250,15 +250,23 @@ def test_the_depth_limit_stops_recursion() -> None:
         c.as_tool(name="x", description="", max_depth=0)
 
 
-def test_bad_agent_files_are_configuration_errors(tmp_path: Path) -> None:
+def test_a_named_bad_agent_file_is_a_configuration_error(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("no frontmatter", encoding="utf-8")
     with pytest.raises(ConfigurationError, match="frontmatter"):
         load_agents(tmp_path / "a.md", client=ClientSettings(api_key="t"))
+    (tmp_path / "a.md").write_text("---\nname: a\ntemperature: hot\n---\nhi", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"a\.md: `temperature` must be a number"):
+        load_agents(tmp_path / "a.md", client=ClientSettings(api_key="t"))
+
+
+def test_tools_and_fields_the_agent_cannot_have_are_left_out_with_a_note(tmp_path: Path) -> None:
+    from agent._agent_files import AgentFileWarning
+
     (tmp_path / "a.md").write_text("---\nname: a\ntools: [nope]\n---\nhi", encoding="utf-8")
-    with pytest.raises(ConfigurationError, match="no tool named 'nope'"):
+    with pytest.warns(AgentFileWarning, match=r"tools the toolkit lacks were left out: nope"):
         load_agents(tmp_path, toolkit=tn.toolkit([lookup]), client=ClientSettings(api_key="t"))
     (tmp_path / "a.md").write_text("---\nname: a\ncolour: red\n---\nhi", encoding="utf-8")
-    with pytest.raises(ConfigurationError, match="colour"):
+    with pytest.warns(AgentFileWarning, match="unknown fields were ignored: colour"):
         load_agents(tmp_path, client=ClientSettings(api_key="t"))
 
 

@@ -145,6 +145,40 @@ def cli(workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     return run
 
 
+class Terminal:
+    """Enough of a terminal to see what `redraw` frames leave on the screen."""
+
+    def __init__(self) -> None:
+        self.rows: list[str] = [""]
+        self.row = self.col = 0
+
+    def write(self, text: str) -> None:
+        index = 0
+        while index < len(text):
+            char = text[index]
+            if text.startswith("\x1b[2K", index):
+                self.rows[self.row] = ""
+                index += 4
+                continue
+            if char == "\x1b":  # cursor up: ESC [ n A
+                end = text.index("A", index)
+                self.row -= int(text[index + 2 : end])
+                index = end + 1
+                continue
+            if char == "\r":
+                self.col = 0
+            elif char == "\n":
+                self.row += 1
+                self.col = 0
+                if self.row == len(self.rows):
+                    self.rows.append("")
+            else:
+                line = self.rows[self.row].ljust(self.col)
+                self.rows[self.row] = line[: self.col] + char + line[self.col + 1 :]
+                self.col += 1
+            index += 1
+
+
 CliProcess = Callable[..., subprocess.CompletedProcess[str]]
 
 

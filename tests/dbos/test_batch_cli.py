@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'")
 
-from agent.cli import EXIT_OK, EXIT_PENDING, EXIT_USAGE, main
+from agent.cli import EXIT_FAILED, EXIT_OK, EXIT_PENDING, EXIT_USAGE, main
+from tests.cli.conftest import Terminal
+from tests.dbos.conftest import wait_until
 
 
 @pytest.fixture
@@ -52,3 +57,52 @@ def test_the_engine_flags_are_checked(
         assert message in capsys.readouterr().err
     assert main(["batch", str(tasks)]) == EXIT_USAGE
     assert "--out RESULTS.jsonl is required" in capsys.readouterr().err
+
+
+class TtyStream(io.StringIO):
+    """A stderr that says it is a terminal, so batch-status --wait draws its live frame."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_batch_status_wait_redraws_two_batches_in_place(
+    tasks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dbos import DBOSClient
+
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    other = tmp_path / "weekly.yaml"
+    other.write_text("tasks:\n  - {id: w, prompt: third}\n")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(["batch", str(tasks), "--engine", "dbos", "--db", db]) == EXIT_OK
+    assert main(["batch", str(other), "--engine", "dbos", "--db", db]) == EXIT_OK
+    screen = TtyStream()
+    monkeypatch.setattr(sys, "stderr", screen)
+    monkeypatch.setenv("COLUMNS", "200")  # the lines are cut to the terminal width
+    codes: list[int] = []
+    follower = threading.Thread(
+        target=lambda: codes.append(main(["batch-status", "--db", db, "--wait"]))
+    )
+    follower.start()
+    try:
+        wait_until(lambda: "weekly [" in screen.getvalue(), "the first frame")
+        frames = screen.getvalue().count("weekly [")
+        wait_until(lambda: screen.getvalue().count("weekly [") > frames, "a redrawn frame")
+    finally:
+        # Workflows that are cancelled are finished: the follower stops.
+        client = DBOSClient(system_database_url=db)
+        try:
+            for status in client.list_workflows():
+                client.cancel_workflow(status.workflow_id)
+        finally:
+            client.destroy()
+        follower.join(60)
+    assert codes == [EXIT_FAILED]  # finished, not completed
+    terminal = Terminal()
+    terminal.write(screen.getvalue())
+    assert terminal.rows == [
+        "nightly [##############################] 2/2 done, 0 running, 0 waiting, 2 not completed",
+        "weekly [##############################] 1/1 done, 0 running, 0 waiting, 1 not completed",
+        "",
+    ]
