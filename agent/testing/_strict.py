@@ -298,7 +298,7 @@ def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None
     if body.get("systemInstruction") is not None:
         _check_content(body["systemInstruction"], "system_instruction", system=True)
     _check_tools(body.get("tools"))
-    _check_tool_config(body.get("toolConfig"))
+    _check_tool_config(body.get("toolConfig"), body.get("tools"))
     _check_generation_config(body.get("generationConfig"))
     _check_pairing(contents, split_ok=lenient)
     if book is not None:
@@ -458,7 +458,14 @@ def _check_schema(schema: Any, where: str) -> None:
         _check_schema(sub, f"{where}.defs[{def_name}].value")
 
 
-def _check_tool_config(config: Any) -> None:
+def _has_functions(tools: Any) -> bool:
+    tools = [tools] if isinstance(tools, dict) else tools
+    return isinstance(tools, list) and any(
+        isinstance(tool, dict) and tool.get("functionDeclarations") for tool in tools
+    )
+
+
+def _check_tool_config(config: Any, tools: Any) -> None:
     calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
     mode = calling.get("mode") if isinstance(calling, dict) else None
     if mode is not None and mode not in _CALLING_MODES:
@@ -467,6 +474,9 @@ def _check_tool_config(config: Any) -> None:
             f"google.ai.generativelanguage.FunctionCallingConfig.Mode), {mode!r}: expected one "
             "of AUTO, ANY, NONE, VALIDATED."
         )
+    # Even beside built-in tools such as googleSearch, which it does not steer.
+    if isinstance(calling, dict) and calling and not _has_functions(tools):
+        raise _Invalid("Function calling config is set without function_declarations.")
 
 
 def _check_generation_config(config: Any) -> None:

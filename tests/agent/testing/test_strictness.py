@@ -619,3 +619,12 @@ def test_tools_as_one_object_and_a_video_metadata_part_are_accepted() -> None:
     clip = {"fileData": {"mimeType": "video/mp4", "fileUri": "https://example.com/v.mp4"}}
     user = {"role": "user", "parts": [clip, video, {"text": "What happens?"}]}
     expect_ok(s.post({"contents": [user]}))
+
+
+def test_function_calling_config_needs_function_declarations() -> None:
+    s = Session("ok")
+    calling = {"functionCallingConfig": {"mode": "NONE"}}
+    search_only = {"contents": [USER], "tools": [{"googleSearch": {}}], "toolConfig": calling}
+    expect_400(s.post(search_only), "Function calling config is set without function_declarations")
+    expect_400(s.post({"contents": [USER], "toolConfig": calling}), "without function_declarations")
+    expect_ok(s.post({"contents": [USER], "tools": TOOLS, "toolConfig": calling}))
