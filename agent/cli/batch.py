@@ -28,7 +28,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
 from agent.cli._records import crashed_record, result_record
-from agent.cli._toolkit import check_toolkit_flags, import_attr
+from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
 
@@ -575,6 +575,8 @@ async def _batch(
     for task in todo:
         queue.put_nowait(task)
     async with open_agents(args, own) as (factory, toolkit):
+        models = [task.model or factory.model for task in todo]
+        check_tool_mix_flags(models, factory.builtin_tools, toolkit)
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
         agents: dict[tuple[Any, ...], Agent] = {}
 

@@ -29,7 +29,7 @@ from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import AgentFactory, open_factory
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
-from agent.cli._toolkit import build_toolkit, check_toolkit_flags
+from agent.cli._toolkit import build_toolkit, check_tool_mix_flags, check_toolkit_flags
 from agent.cli.batch import (
     DepsFactory,
     _maybe,
@@ -232,6 +232,9 @@ class _Runner:
             if not self.args.offline:
                 self.factory = await stack.enter_async_context(open_factory(self.args))
             self.toolkit = await stack.enter_async_context(await build_toolkit(self.args, self.own))
+            check_tool_mix_flags(
+                [self._model(job.case) for job in todo], self.args.builtin_tools, self.toolkit
+            )
 
             async def one(job: _Job) -> None:
                 progress.started()
@@ -273,6 +276,11 @@ class _Runner:
             duration=round(time.monotonic() - start, 3),
         )
         return record
+
+    def _model(self, case: EvalCase) -> str:
+        from agent import DEFAULT_MODEL
+
+        return str(case.model or self.args.model or DEFAULT_MODEL)
 
     @contextlib.asynccontextmanager
     async def _agent(self, case: EvalCase) -> AsyncIterator[Agent]:

@@ -26,7 +26,7 @@ from agent.cli._options import (
 )
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
-from agent.cli._toolkit import check_toolkit_flags, import_attr
+from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ async def _run(
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
     async with open_agents(args, own) as (factory, toolkit):
+        check_tool_mix_flags([factory.model], factory.builtin_tools, toolkit)
         asker = Asker(args.answer, err, toolkit=toolkit)
         agent = factory.make(
             toolkit,

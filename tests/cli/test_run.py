@@ -388,3 +388,22 @@ def test_an_unknown_builtin_tool_is_a_usage_error(cli: Cli) -> None:
         code, _, err = cli("run", *TOOLS, "--builtin-tool", "teleport", "hi", server=server)
     assert code == 2 and "teleport" in err
     assert fake.requests == []
+
+
+def test_builtin_tool_beside_function_tools_on_gemini_2_is_refused_before_sending(
+    cli: Cli,
+) -> None:
+    # The docs' own `run --builtin-tool google_search` on the default model (2.5): Gemini
+    # answers every such request 400 "Tool use with function calling is unsupported".
+    fake = FakeGemini(["never sent"])
+    with fake.serve() as server:
+        code, out, err = cli("run", "--builtin-tool", "google_search", "News?", server=server)
+        assert (code, out) == (2, "")
+        assert len(err.splitlines()) == 1, err
+        assert "--no-builtins" in err and "Gemini 3" in err and "google_search" in err
+        assert fake.requests == []
+        code, _, err = cli(
+            "run", "--no-builtins", "--builtin-tool", "google_search", "News?", server=server
+        )
+    assert code == 0, err
+    assert fake.requests[0].body["tools"] == [{"googleSearch": {}}]
