@@ -8,6 +8,7 @@ Example::
 
     cases = load_evals("evals.yaml").cases
     outcome = check(cases[0].expect, result)     # [Check(name, passed, detail), ...]
+    calls = score(cases[0].expect, result)       # Score(precision, recall, f1, ...) or None
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ from typing import Any
 
 from agent.errors import ConfigurationError
 
-__all__ = ["Check", "EvalCase", "EvalFile", "Expect", "check", "load_evals", "matches"]
+__all__ = [
+    "Check",
+    "EvalCase",
+    "EvalFile",
+    "Expect",
+    "Score",
+    "check",
+    "load_evals",
+    "matches",
+    "score",
+]
 
 _CASE_KEYS = frozenset(
     {"id", "prompt", "files", "expect", "scenario", "model", "system", "max_turns", "allow"}
@@ -57,6 +68,8 @@ class Expect:
     """The typed output matches this pattern (see `matches`)."""
     tools: tuple[str, tuple[Any, ...]] | None = None
     """``(mode, calls)``: the tool trajectory, ``exact``, ``in_order`` or ``any_order``."""
+    ignore_args: tuple[str, ...] = ()
+    """Argument names left out when calls are compared (volatile ids, timestamps)."""
     rubric: str | None = None
     """What a judge model is asked to confirm about the answer."""
     has_output_check: bool = False
@@ -156,6 +169,39 @@ def _operator(op: str, arg: Any, value: Any) -> bool:
     raise ConfigurationError(f"unknown matcher {op!r}; use $any, $regex, $contains or $oneof")
 
 
+@dataclass(frozen=True, slots=True)
+class Score:
+    """How close a run's tool calls came to the expected ones, order aside.
+
+    Each expected call is paired with at most one call the run made that fits it, so that
+    as many as possible are paired (duplicates count: two expected ``read`` calls need two).
+    """
+
+    precision: float
+    """Paired calls / calls made (1.0 when none were made)."""
+    recall: float
+    """Paired calls / calls expected (1.0 when none were expected)."""
+    f1: float
+    """The harmonic mean of the two (0.0 when either is 0)."""
+    matched: int
+    """How many expected calls were paired with a call the run made."""
+    expected: int
+    """How many calls were expected."""
+    made: int
+    """How many calls the run made."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (rates rounded to 4 places)."""
+        return {
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "f1": round(self.f1, 4),
+            "matched": self.matched,
+            "expected": self.expected,
+            "made": self.made,
+        }
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -185,44 +231,135 @@ def check(expect: Expect, result: Any) -> list[Check]:
         detail = "" if fits else f"output was {_dump(output)}"
         checks.append(Check("output_satisfies", fits, detail))
     if expect.tools is not None:
-        checks.append(_trajectory(*expect.tools, result.tool_calls))
+        checks.append(_trajectory(*expect.tools, result.tool_calls, expect.ignore_args))
     return checks
 
 
-def _trajectory(mode: str, expected: Sequence[Any], calls: Sequence[Any]) -> Check:
-    made = [(call.name, call.args) for call in calls]
-    shown = ", ".join(f"{name}({_dump(args)})" for name, args in made) or "no calls"
-    wanted = [_call_pattern(item) for item in expected]
+_Call = tuple[str, Any]
+
+
+def score(expect: Expect, result: Any) -> Score | None:
+    """Score the run's tool calls against ``expect.tools`` (``None`` without that check).
+
+    Args:
+        expect: The case's expectations.
+        result: The `RunResult` (``None`` when the run had none: no calls were made).
+    """
+    if expect.tools is None:
+        return None
+    made = [_call(call, expect.ignore_args) for call in getattr(result, "tool_calls", ())]
+    wanted = [_call_pattern(item, expect.ignore_args) for item in expect.tools[1]]
+    matched = _pairs(wanted, made)
+    precision = matched / len(made) if made else 1.0
+    recall = matched / len(wanted) if wanted else 1.0
+    total = precision + recall
+    f1 = 2 * precision * recall / total if total else 0.0
+    return Score(precision, recall, f1, matched, len(wanted), len(made))
+
+
+def _trajectory(mode: str, expected: Sequence[Any], calls: Sequence[Any], ignore: Any) -> Check:
+    turns = _by_turn(calls, ignore)
+    wanted = [_call_pattern(item, ignore) for item in expected]
     if mode == "exact":
-        ok = len(made) == len(wanted) and all(
-            _fits(call, want) for call, want in zip(made, wanted, strict=True)
-        )
+        ok = _exact(wanted, turns)
     elif mode == "in_order":
-        position = 0
-        for call in made:
-            if position < len(wanted) and _fits(call, wanted[position]):
-                position += 1
-        ok = position == len(wanted)
+        ok = _in_order(wanted, turns)
     else:
-        unused = list(made)
-        ok = True
-        for want in wanted:
-            hit = next((call for call in unused if _fits(call, want)), None)
-            if hit is None:
-                ok = False
-                break
-            unused.remove(hit)
+        made = [call for turn in turns for call in turn]
+        ok = len(made) == len(wanted) and _pairs(wanted, made) == len(wanted)
     names = ", ".join(want[0] for want in wanted)
-    return Check(f"tools {mode} [{names}]", ok, "" if ok else f"the calls were: {shown}")
+    return Check(f"tools {mode} [{names}]", ok, "" if ok else f"the calls were: {_shown(turns)}")
 
 
-def _call_pattern(item: Any) -> tuple[str, Any]:
+def _by_turn(calls: Sequence[Any], ignore: Any) -> list[list[_Call]]:
+    """Group the calls by model turn, in turn order (the calls of one turn run together)."""
+    turns: dict[int, list[_Call]] = {}
+    for call in calls:
+        turns.setdefault(int(getattr(call, "turn", 0) or 0), []).append(_call(call, ignore))
+    return [turns[turn] for turn in sorted(turns)]
+
+
+def _exact(wanted: Sequence[_Call], turns: Sequence[Sequence[_Call]]) -> bool:
+    """Tell whether these are the calls, turn after turn in order (any order within a turn)."""
+    if sum(map(len, turns)) != len(wanted):
+        return False
+    start = 0
+    for turn in turns:
+        segment = wanted[start : start + len(turn)]
+        if _pairs(segment, turn) != len(turn):
+            return False
+        start += len(turn)
+    return True
+
+
+def _in_order(wanted: Sequence[_Call], turns: Sequence[Sequence[_Call]]) -> bool:
+    """Tell whether the expected calls come in order across turns, others allowed.
+
+    Order within a turn does not count. Each turn takes the longest run of the next
+    expected calls it holds: taking more in an earlier turn never leaves less for later.
+    """
+    start = 0
+    for turn in turns:
+        size = 0
+        while start + size < len(wanted) and size < len(turn):
+            if _pairs(wanted[start : start + size + 1], turn) != size + 1:
+                break
+            size += 1
+        start += size
+    return start == len(wanted)
+
+
+def _pairs(wanted: Sequence[_Call], made: Sequence[_Call]) -> int:
+    """Count the most expected calls that can each be paired with its own fitting call."""
+    owner: dict[int, int] = {}  # index in made -> index in wanted
+
+    def place(want: int, seen: set[int]) -> bool:
+        for index, call in enumerate(made):
+            if index in seen or not _fits(call, wanted[want]):
+                continue
+            seen.add(index)
+            if index not in owner or place(owner[index], seen):
+                owner[index] = want
+                return True
+        return False
+
+    return sum(1 for want in range(len(wanted)) if place(want, set()))
+
+
+def _shown(turns: Sequence[Sequence[_Call]]) -> str:
+    if not any(turns):
+        return "no calls"
+    if len(turns) == 1:
+        return ", ".join(f"{name}({_dump(args)})" for name, args in turns[0])
+    return "; ".join(
+        f"turn {number}: " + ", ".join(f"{name}({_dump(args)})" for name, args in turn)
+        for number, turn in enumerate(turns, start=1)
+    )
+
+
+def _call(call: Any, ignore: Sequence[str]) -> _Call:
+    return call.name, _without(call.args, ignore)
+
+
+def _call_pattern(item: Any, ignore: Sequence[str] = ()) -> _Call:
     if isinstance(item, str):
         return item, None
-    return str(item["name"]), item.get("args")
+    args = item.get("args")
+    return str(item["name"]), None if args is None else _without(args, ignore)
 
 
-def _fits(call: tuple[str, Any], want: tuple[str, Any]) -> bool:
+def _without(value: Any, ignore: Sequence[str]) -> Any:
+    """``value`` with the keys named in ``ignore`` left out of every mapping in it."""
+    if not ignore:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _without(v, ignore) for k, v in value.items() if k not in ignore}
+    if isinstance(value, list):
+        return [_without(item, ignore) for item in value]
+    return value
+
+
+def _fits(call: _Call, want: _Call) -> bool:
     return call[0] == want[0] and (want[1] is None or matches(call[1], want[1]))
 
 
@@ -340,28 +477,38 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     )
 
 
+def _tools(tools: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]] | None, tuple[str, ...]]:
+    """Read ``expect.tools``: a list (``exact``), or one mode with an optional ``ignore_args``."""
+    if tools is None:
+        return None, ()
+    if isinstance(tools, list):
+        tools = {"exact": tools}
+    usage = (
+        f"{where}: expect.tools must be one of exact, in_order, any_order with a list "
+        "(and optionally ignore_args: a list of argument names)"
+    )
+    if not isinstance(tools, Mapping):
+        raise ConfigurationError(usage)
+    ignore = tools.get("ignore_args") or []
+    modes = {key: value for key, value in tools.items() if key != "ignore_args"}
+    if not isinstance(ignore, list) or not all(isinstance(name, str) for name in ignore):
+        raise ConfigurationError(f"{where}: expect.tools.ignore_args must be a list of names")
+    if len(modes) != 1:
+        raise ConfigurationError(usage)
+    ((mode, calls),) = modes.items()
+    if mode not in _TRAJECTORY_MODES or not isinstance(calls, list):
+        raise ConfigurationError(usage)
+    for call in calls:
+        if not isinstance(call, str) and not (isinstance(call, Mapping) and "name" in call):
+            raise ConfigurationError(f"{where}: each expected tool call needs a `name`")
+    return (str(mode), tuple(calls)), tuple(ignore)
+
+
 def _expect(data: Mapping[str, Any], where: str) -> Expect:
     _keys(data, _EXPECT_KEYS, f"{where}: expect")
     contains = data.get("text_contains") or ()
     contains = (contains,) if isinstance(contains, str) else tuple(map(str, contains))
-    tools = data.get("tools")
-    trajectory: tuple[str, tuple[Any, ...]] | None = None
-    if tools is not None:
-        if isinstance(tools, list):
-            tools = {"exact": tools}
-        if not isinstance(tools, Mapping) or len(tools) != 1:
-            raise ConfigurationError(
-                f"{where}: expect.tools must be one of exact, in_order, any_order with a list"
-            )
-        ((mode, calls),) = tools.items()
-        if mode not in _TRAJECTORY_MODES or not isinstance(calls, list):
-            raise ConfigurationError(
-                f"{where}: expect.tools must be one of exact, in_order, any_order with a list"
-            )
-        for call in calls:
-            if not isinstance(call, str) and not (isinstance(call, Mapping) and "name" in call):
-                raise ConfigurationError(f"{where}: each expected tool call needs a `name`")
-        trajectory = (str(mode), tuple(calls))
+    trajectory, ignore = _tools(data.get("tools"), where)
     pattern = data.get("text_matches")
     if pattern is not None:
         try:
@@ -375,6 +522,7 @@ def _expect(data: Mapping[str, Any], where: str) -> Expect:
         output_equals=data.get("output_equals"),
         output_satisfies=data.get("output_satisfies"),
         tools=trajectory,
+        ignore_args=ignore,
         rubric=data.get("rubric"),
         has_output_check="output_equals" in data,
     )

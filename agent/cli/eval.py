@@ -71,7 +71,11 @@ eval file (YAML or JSON):
           in_order:
             - name: read
               args: {path: {$regex: "notes"}}
+          ignore_args: [request_id]             # never compared (optional)
         rubric: The answer names the city.      # judged by a model
+
+trajectories: turns keep their order, the parallel calls of one turn do not; duplicate
+calls count. Each sample also gets a trajectory score (precision, recall, F1).
 
 matchers: a mapping matches when its keys match; {$regex: ...}, {$contains: ...},
 {$oneof: [...]}, {$any: true} match one value.
@@ -245,7 +249,7 @@ class _Runner:
             await run_all(todo, self.args.concurrency, one)
 
     async def sample(self, job: _Job) -> dict[str, Any]:
-        from agent._eval import Check, check
+        from agent._eval import Check, check, score
 
         case = job.case
         start = time.monotonic()
@@ -275,6 +279,9 @@ class _Runner:
             usage=result.usage.to_dict() if result is not None else None,
             duration=round(time.monotonic() - start, 3),
         )
+        trajectory = score(case.expect, result)
+        if trajectory is not None:
+            record["score"] = trajectory.to_dict()
         return record
 
     def _model(self, case: EvalCase) -> str:
@@ -372,6 +379,10 @@ class _Runner:
 # --------------------------------------------------------------------------- report
 
 
+_SCORE_KEYS = ("precision", "recall", "f1")
+"""The trajectory scores averaged over a case's samples."""
+
+
 def _records(path: Path) -> dict[str, dict[str, Any]]:
     records: dict[str, dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -400,16 +411,21 @@ def _report(
             for record in samples
             if record and not record.get("passed")
         ]
-        cases.append(
-            {
-                "id": case.id,
-                "samples": len(samples),
-                "passed": passed,
-                "pass_rate": round(passed / len(samples), 4),
-                "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
-                "failures": failures,
+        entry = {
+            "id": case.id,
+            "samples": len(samples),
+            "passed": passed,
+            "pass_rate": round(passed / len(samples), 4),
+            "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
+            "failures": failures,
+        }
+        scores = [r["score"] for r in samples if r and isinstance(r.get("score"), dict)]
+        if scores:
+            entry["score"] = {
+                key: round(sum(float(s.get(key, 0)) for s in scores) / len(scores), 4)
+                for key in _SCORE_KEYS
             }
-        )
+        cases.append(entry)
     total = sum(case["samples"] for case in cases)
     passed = sum(case["passed"] for case in cases)
     rate = passed / total if total else 0.0
@@ -426,8 +442,11 @@ def _report(
 
 def _summary(report: dict[str, Any], err: TextIO) -> None:
     for case in report["cases"]:
+        scored = case.get("score")
+        tools = f"; tools F1 {scored['f1']:.2f}" if scored else ""
         err.write(
-            f"{case['id']}: {case['passed']}/{case['samples']} passed ({case['pass_rate']:.0%})\n"
+            f"{case['id']}: {case['passed']}/{case['samples']} passed "
+            f"({case['pass_rate']:.0%}){tools}\n"
         )
         for failure in case["failures"]:
             reasons = [f"{c['name']}: {c['detail']}" for c in failure["failed"]]
@@ -465,9 +484,10 @@ def _junit(report: dict[str, Any], path: Path) -> None:
             name=case["id"],
             time=f"{case['duration']:.3f}",
         )
-        ET.SubElement(element, "properties").append(
-            ET.Element("property", name="pass_rate", value=str(case["pass_rate"]))
-        )
+        case_properties = ET.SubElement(element, "properties")
+        ET.SubElement(case_properties, "property", name="pass_rate", value=str(case["pass_rate"]))
+        for key, value in (case.get("score") or {}).items():
+            ET.SubElement(case_properties, "property", name=f"tools_{key}", value=str(value))
         if case["failures"]:
             failure = ET.SubElement(
                 element,

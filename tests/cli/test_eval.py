@@ -44,10 +44,9 @@ cases:
           - {name: get_weather, args: {city: Oslo}}
       - text: Both sunny.
     expect:
-      tools:
-        any_order:
-          - {name: get_weather, args: {city: Oslo}}
-          - {name: get_weather, args: {city: Lima}}
+      tools:  # a list: exact, and the parallel calls of one turn in any order
+        - {name: get_weather, args: {city: Oslo}}
+        - {name: get_weather, args: {city: Lima}}
   - id: files
     prompt: What is the secret in notes.txt?
     files: {notes.txt: "the secret is 7"}
@@ -118,6 +117,19 @@ def test_six_cases_three_samples_pass_rates_reports_and_exit_code(cli: Cli, work
         case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None
     }
     assert failed == {"wrong-city", "blocked"}
+    scores = {case["id"]: case["score"] for case in report["cases"] if "score" in case}
+    assert scores == {
+        "weather": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+        "exact": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+        "both": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+    }
+    properties = {
+        (case.get("name"), prop.get("name")): prop.get("value")
+        for case in suite.iter("testcase")
+        for prop in case.iter("property")
+    }
+    assert properties[("both", "tools_f1")] == "1.0"
+    assert ("files", "tools_f1") not in properties
 
     runs = [json.loads(line) for line in (workdir / "runs.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in runs) == sorted(
@@ -128,6 +140,14 @@ def test_six_cases_three_samples_pass_rates_reports_and_exit_code(cli: Cli, work
     weather = next(r for r in runs if r["id"] == "weather#1")
     assert [c["name"] for c in weather["checks"]][-1] == "rubric"
     assert weather["tool_calls"] == [{"name": "get_weather", "args": {"city": "Paris"}}]
+    assert weather["score"] == {
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "matched": 1,
+        "expected": 1,
+        "made": 1,
+    }
 
     # Run again: every sample is recorded, nothing runs, the verdict is the same; and a
     # lower --min-pass passes.
