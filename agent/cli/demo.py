@@ -135,29 +135,36 @@ async def _demo(out: TextIO, workspace: Path, transport: str, source: str | Path
     if transport == "http":
         with fake.serve() as server:
             agent = Agent(model, toolkit, base_url=server.base_url, api_key=_DEMO_KEY, retry=retry)
-            result = await _play(agent, prompt, out)
+            result, failed = await _play(agent, prompt, out)
             await agent.aclose()
     else:
         async with fake.http_client() as http:
             agent = Agent(model, toolkit, http_client=http, api_key=_DEMO_KEY, retry=retry)
-            result = await _play(agent, prompt, out)
+            result, failed = await _play(agent, prompt, out)
     files = [str(name) for name in scenario.extra.get("files") or []]
-    return _verdict(result, fake, workspace, files, out)
+    return _verdict(result, failed, fake, workspace, files, out)
 
 
-async def _play(agent: Agent, prompt: str, out: TextIO) -> RunResult:
+async def _play(agent: Agent, prompt: str, out: TextIO) -> tuple[RunResult, str | None]:
     try:
-        return await stream_run(agent, prompt, EventPrinter(out, out, turns=True))
+        return await stream_run(agent, prompt, EventPrinter(out, out, turns=True)), None
     except RunError as exc:
         out.write(f"the run failed: {exc}\n")
-        return exc.result
+        return exc.result, str(exc)
 
 
 def _verdict(
-    result: RunResult, fake: FakeGemini, workspace: Path, files: list[str], out: TextIO
+    result: RunResult,
+    failed: str | None,
+    fake: FakeGemini,
+    workspace: Path,
+    files: list[str],
+    out: TextIO,
 ) -> int:
     problems: list[str] = []
-    if result.status != "completed":
+    if failed is not None:
+        problems.append(f"the run failed: {failed}")
+    elif result.status != "completed":
         problems.append(
             f"the run did not complete: {result.status} ({result.limit or result.reason})"
         )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._approval import add_approval_flag, cli_policy
-from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code, status_of
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import (
@@ -180,6 +180,7 @@ async def _run(
         factory.report(err)
     if args.json:
         data = result.to_dict()
+        data["status"] = status_of(result, failed)
         if failed is not None:
             data["error"] = failed
         out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")

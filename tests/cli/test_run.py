@@ -112,6 +112,7 @@ def test_blocked_and_failed_runs_have_their_exit_codes(cli: Cli) -> None:
     assert failed_code == 1, failed_err
     result = json.loads(failed_out)
     assert "400" in result["error"] and "bad request" in result["error"]
+    assert result["status"] == "failed"  # as batch records it, not the partial "incomplete"
 
 
 def test_session_with_a_store_remembers_the_previous_run(cli: Cli, workdir: Path) -> None:
