@@ -82,7 +82,7 @@ def agents_dir(tmp_path: Path) -> Path:
 
 
 async def test_two_markdown_subagents_in_parallel(agents_dir: Path) -> None:
-    fake = FakeGemini(play)
+    fake = FakeGemini(play, extra_models=["gemini-writer"])
     http = fake.http_client()
     main_tools = tn.toolkit([lookup])
     helpers = load_agents(agents_dir, toolkit=main_tools, api_key="test", http_client=http)

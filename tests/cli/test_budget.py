@@ -92,5 +92,7 @@ def test_a_budget_with_a_model_the_price_table_lacks_is_refused_before_any_task(
         assert "--budget-usd needs a price for 'gemini-2.5-flsh'" in err
         assert fake.requests == []
         assert (workdir / "out.jsonl").read_text(encoding="utf-8") == ""
-        code, _, err = cli(*args, server=server)  # without a budget, it runs
-    assert code == 0, err
+        code, _, err = cli(*args, server=server)  # without a budget it runs, into Gemini's 404
+    assert code == 1, err
+    failed = [r for r in _records(workdir / "out.jsonl") if r["status"] == "failed"]
+    assert "404 NOT_FOUND: models/gemini-2.5-flsh is not found" in failed[0]["error"]

@@ -40,7 +40,10 @@ def test_run_json_matches_the_script(cli: Cli) -> None:
 
 
 def test_run_streams_the_answer_to_stdout_and_activity_to_stderr(cli: Cli) -> None:
-    fake = FakeGemini([function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."])
+    fake = FakeGemini(
+        [function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."],
+        extra_models=["gemini-test"],
+    )
     with fake.serve() as server:
         code, out, err = cli("run", *TOOLS, "--model", "gemini-test", "Oslo?", server=server)
     assert code == 0, err
