@@ -14,10 +14,11 @@ Example::
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agent.errors import ConfigurationError
@@ -50,6 +51,8 @@ _EXPECT_KEYS = frozenset(
     }
 )
 _TRAJECTORY_MODES = ("exact", "in_order", "any_order")
+_MAX_PATH = 4096
+"""The longest path the built-in file tools take (characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,6 +456,8 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     files = _mapping(item.get("files") or {}, f"{where}: files")
     if not all(isinstance(v, str) for v in files.values()):
         raise ConfigurationError(f"{where}: `files` maps file names to their text")
+    for name in files:
+        _check_file_name(name, where)
     expect = {
         **_mapping(defaults.get("expect") or {}, where),
         **_mapping(item.get("expect") or {}, where),
@@ -502,6 +507,32 @@ def _tools(tools: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]] | None, 
         if not isinstance(call, str) and not (isinstance(call, Mapping) and "name" in call):
             raise ConfigurationError(f"{where}: each expected tool call needs a `name`")
     return (str(mode), tuple(calls)), tuple(ignore)
+
+
+def _check_file_name(name: Any, where: str) -> None:
+    """Refuse a ``files`` name that would be written outside the sample's workspace.
+
+    The workspace is a fresh directory, so the built-in tools' rule (a path must resolve
+    inside the root) comes down to: relative, no ``~``, no ``..`` that climbs out of it.
+    """
+    text = str(name)
+    shown = repr(text[:200])
+    problem = None
+    if not isinstance(name, str) or not text.strip() or "\x00" in text:
+        problem = "is empty, not text, or holds a NUL character"
+    elif PurePosixPath(text).is_absolute() or text.startswith("~"):
+        problem = "is an absolute path, outside the sample's workspace"
+    elif len(text) > _MAX_PATH:
+        problem = f"is longer than {_MAX_PATH} characters"
+    elif posixpath.normpath(text).split("/")[0] == "..":
+        problem = "climbs out of the sample's workspace with .."
+    elif posixpath.normpath(text) == ".":
+        problem = "names the workspace itself, not a file in it"
+    if problem is not None:
+        raise ConfigurationError(
+            f"{where}: files: {shown} {problem}; name a file inside the workspace, e.g. "
+            "notes.txt or data/input.csv"
+        )
 
 
 def _expect(data: Mapping[str, Any], where: str) -> Expect:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
+import yaml
 
 from tests.cli.conftest import Cli
 
@@ -181,6 +185,28 @@ def test_usage_errors(cli: Cli, workdir: Path) -> None:
     (workdir / "noscenario.yaml").write_text("cases: [{id: a, prompt: hi}]")
     code, _, err = cli("eval", "noscenario.yaml", "--out", "r.jsonl", "--offline")
     assert code == 2 and "needs a `scenario` in case(s) a" in err
+
+
+@pytest.mark.parametrize("name", ["../escaped.txt", "../../escaped.txt", "ABSOLUTE", "~/x.txt"])
+def test_case_files_outside_the_workspace_are_refused_before_anything_is_written(
+    cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    samples = workdir / "samples"
+    samples.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(samples))  # where sample workspaces go
+    target = str(workdir / "escaped.txt") if name == "ABSOLUTE" else name
+    cases = [
+        {"id": "fine", "prompt": "hi", "files": {"ok.txt": "x"}, "scenario": ["hello"]},
+        {"id": "escape", "prompt": "hi", "files": {target: "pwned"}, "scenario": ["hello"]},
+    ]
+    (workdir / "evals.yaml").write_text(yaml.safe_dump({"cases": cases}), encoding="utf-8")
+    code, out, err = cli("eval", "evals.yaml", "--out", "runs.jsonl", "--offline")
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1, err
+    assert "case 2 (escape): files:" in err and "workspace" in err
+    assert not (workdir / "escaped.txt").exists()
+    assert list(samples.iterdir()) == []
+    assert not (workdir / "runs.jsonl").exists()
 
 
 DEPS = '''\
