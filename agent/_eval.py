@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -406,7 +407,12 @@ def load_evals(path: str | Path) -> EvalFile:
     except OSError as exc:
         raise ConfigurationError(f"cannot read {where}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigurationError(f"{where} is not valid YAML: {exc}") from None
+        raise ConfigurationError(f"{where} is not valid YAML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise ConfigurationError(
+            f"{where}: the YAML is nested too deeply to read (at most {MAX_DEPTH} levels)"
+        ) from None
+    _check_size(data, where)
     if isinstance(data, list):
         data = {"cases": data}
     if not isinstance(data, Mapping):
@@ -427,6 +433,43 @@ def load_evals(path: str | Path) -> EvalFile:
     if duplicates:
         raise ConfigurationError(f"{where}: duplicate case id(s) {', '.join(duplicates)}")
     return EvalFile(where, tuple(cases), judge.get("model"), judge.get("scenario"))
+
+
+MAX_VALUES = 1_000_000
+"""The most values (counted through YAML aliases) an eval file may expand to."""
+MAX_DEPTH = 100
+"""The deepest nesting of lists and mappings an eval file may hold."""
+
+
+def _check_size(data: Any, where: Path) -> None:
+    """Refuse data that expands past `MAX_VALUES` values or nests past `MAX_DEPTH`.
+
+    YAML aliases share one object, so a few lines of anchors can stand for billions of
+    values (an "alias bomb") that every later step (checks, messages) would walk; the walk
+    here stops at the limit instead, without recursion.
+    """
+    count = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigurationError(
+                f"{where}: the file expands to more than {MAX_VALUES:,} values (YAML anchors "
+                "and aliases that repeat each other?); write the values out instead"
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigurationError(
+                f"{where}: the data is nested more than {MAX_DEPTH} levels deep"
+            )
+        if isinstance(value, Mapping):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -450,6 +493,11 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     case_id, prompt = item.get("id"), item.get("prompt")
     if not isinstance(case_id, str | int) or isinstance(case_id, bool) or str(case_id) == "":
         raise ConfigurationError(f"{where}: `id` must be a non-empty string or number")
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in str(case_id)):
+        raise ConfigurationError(
+            f"{where}: `id` {str(case_id)[:100]!r} holds a control character; ids are "
+            "printed and written to JUnit XML, so use plain text"
+        )
     where = f"{where} ({case_id})"
     if not isinstance(prompt, str) or not prompt.strip():
         raise ConfigurationError(f"{where}: `prompt` must be non-empty text")

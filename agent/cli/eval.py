@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import tempfile
 import time
@@ -257,7 +258,7 @@ class _Runner:
         result: RunResult | None = None
         try:
             async with self._agent(case) as agent:
-                deps = await _maybe(self.deps_for(case)) if self.deps_for else None
+                deps = await self._deps(case)
                 try:
                     result = await agent.run(case.prompt, deps=deps)
                 except RunError as exc:
@@ -283,6 +284,21 @@ class _Runner:
         if trajectory is not None:
             record["score"] = trajectory.to_dict()
         return record
+
+    async def _deps(self, case: EvalCase) -> Any:
+        """Return the case's run data from ``--deps`` (``None`` without it).
+
+        Raises:
+            CliError: The user's function raised: this sample fails with the reason.
+        """
+        if self.deps_for is None:
+            return None
+        try:
+            return await _maybe(self.deps_for(case))
+        except Exception as exc:  # the user's code: any error fails this sample only
+            raise CliError(
+                f"--deps failed for case {case.id}: {type(exc).__name__}: {exc}"
+            ) from None
 
     def _model(self, case: EvalCase) -> str:
         from agent import DEFAULT_MODEL
@@ -368,10 +384,16 @@ class _Runner:
             f"\n\nThe agent's answer:\n{text}"
         )
         model = self.args.judge_model or self.evals.judge_model or case.model or self.args.model
-        async with contextlib.AsyncExitStack() as stack:
-            http, key = await self._client(stack, self.evals.judge_scenario)
-            judge = self._make(Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1)
-            verdict = (await judge.run(prompt)).text.strip()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                http, key = await self._client(stack, self.evals.judge_scenario)
+                judge = self._make(
+                    Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1
+                )
+                verdict = (await judge.run(prompt)).text.strip()
+        except (RunError, ConfigurationError, OSError) as exc:
+            # The judge's failure fails this sample's rubric; the other samples go on.
+            return Check(name, False, f"the judge failed: {exc}")
         passed = verdict.upper().startswith("PASS")
         return Check(name, passed, "" if passed else verdict or "the judge gave no verdict")
 
@@ -460,6 +482,18 @@ def _summary(report: dict[str, Any], err: TextIO) -> None:
     )
 
 
+# What XML 1.0 cannot hold at all, even escaped (control characters, lone surrogates).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """Return ``text`` with the characters XML cannot hold written as escapes (ESC as x1b).
+
+    Model text and error messages may carry them; the report must stay valid XML.
+    """
+    return _NOT_XML.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def _junit(report: dict[str, Any], path: Path) -> None:
     """Write one ``testcase`` per case; a case with a failed sample has a ``failure``."""
     failed = sum(1 for case in report["cases"] if case["failures"])
@@ -467,7 +501,7 @@ def _junit(report: dict[str, Any], path: Path) -> None:
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name=Path(report["file"]).stem,
+        name=_xml(Path(report["file"]).stem),
         tests=str(len(report["cases"])),
         failures=str(failed),
         errors="0",
@@ -480,8 +514,8 @@ def _junit(report: dict[str, Any], path: Path) -> None:
         element = ET.SubElement(
             suite,
             "testcase",
-            classname=Path(report["file"]).stem,
-            name=case["id"],
+            classname=_xml(Path(report["file"]).stem),
+            name=_xml(case["id"]),
             time=f"{case['duration']:.3f}",
         )
         case_properties = ET.SubElement(element, "properties")
@@ -495,11 +529,13 @@ def _junit(report: dict[str, Any], path: Path) -> None:
                 message=f"{case['passed']}/{case['samples']} samples passed",
                 type="EvalFailure",
             )
-            failure.text = "\n".join(
-                f"sample {f['sample']}: "
-                + "; ".join(f"{c['name']}: {c['detail']}" for c in f["failed"])
-                + (f" ({f['error']})" if f["error"] else "")
-                for f in case["failures"]
+            failure.text = _xml(
+                "\n".join(
+                    f"sample {f['sample']}: "
+                    + "; ".join(f"{c['name']}: {c['detail']}" for c in f["failed"])
+                    + (f" ({f['error']})" if f["error"] else "")
+                    for f in case["failures"]
+                )
             )
     ET.indent(suites)
     path.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")
