@@ -249,6 +249,21 @@ def test_bad_agent_files_are_configuration_errors(tmp_path: Path) -> None:
         load_agents(tmp_path, api_key="t")
 
 
+def test_hostile_agent_files_are_one_line_configuration_errors(tmp_path: Path) -> None:
+    anchors = ['  - &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    anchors += [f"  - &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    hostile = {
+        "tools": "tools:\n" + "\n".join(anchors),  # 9**9 values behind a few lines
+        "description": "description:\n" + "\n".join(anchors),
+        "deep": "extra: " + "[" * 20_000 + "]" * 20_000,
+    }
+    for field, yaml_text in hostile.items():
+        (tmp_path / "a.md").write_text(f"---\nname: a\n{yaml_text}\n---\nhi", encoding="utf-8")
+        with pytest.raises(ConfigurationError) as info:
+            load_agents(tmp_path, api_key="t")
+        assert len(str(info.value).splitlines()) == 1, field
+
+
 WRITER_WITH_TOOLS = """\
 ---
 name: scribe
