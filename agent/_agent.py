@@ -8,12 +8,13 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
-from agent._builtin_tools import BuiltinTools
+from agent._builtin_tools import BuiltinTools, check_tool_mix
 from agent._capability import RequestShape
 from agent._client import ClientSettings
 from agent._compaction import Compaction
 from agent._cost import price_table
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
+from agent._known_models import warn_if_unknown
 from agent._limits import UsageLimits
 from agent._media import Prompt
 from agent._model import GeminiModel
@@ -165,6 +166,8 @@ class Agent:
         """The resolved typed result (``output_type``), or ``None``."""
         self.declarations: tuple[dict[str, Any], ...] = tuple(shape.declarations)
         """The function declarations sent with every request."""
+        check_tool_mix(model, shape.builtin, [d["name"] for d in self.declarations])
+        warn_if_unknown(model, stacklevel=2)
         options = _generation(model, settings, shape)
         try:
             catalog = skills_prompt(self.toolkit, max_chars=settings.skills_catalog_chars)

@@ -19,7 +19,7 @@ from google.genai import errors as genai_errors
 from agent._client import scrub
 from agent._retry import ErrorInfo
 
-__all__ = ["RETRYABLE_CODES", "translate", "unreadable"]
+__all__ = ["RETRYABLE_CODES", "request_field", "translate", "unreadable"]
 
 RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
@@ -52,11 +52,74 @@ def _describe(exc: BaseException) -> ErrorInfo | None:
         return ErrorInfo(None, "NETWORK_ERROR", _network_message(exc), retryable=True)
     if isinstance(exc, genai_errors.UnknownApiResponseError):
         return ErrorInfo(None, "UNKNOWN_RESPONSE", str(exc), retryable=False)
+    if isinstance(exc, ValueError) and not isinstance(exc, RecursionError):
+        where = request_field(exc)
+        if where is not None:
+            return _refused_request(exc, where)
     if isinstance(exc, RecursionError | ValueError):
         # The SDK could not decode, validate or re-encode what the model sent (a reply that
         # is not JSON, or nested too deeply for Python to walk): the reply is unusable.
         return unreadable(exc)
     return None
+
+
+# The SDK turns the request into wire JSON with one converter per type
+# (``_GoogleSearch_to_mldev``) and ``t_*`` transformers (``t_model``); a ValueError raised
+# inside them is about the request, before anything was sent.
+_CONVERTER = re.compile(r"^_(\w+?)_to_(?:mldev|vertex)$")
+_FIELDS = {
+    "GenerateContentConfig": "config",
+    "Tool": "tools",
+    "Content": "contents",
+    "Part": "parts",
+}
+_ROOTS = frozenset({"GenerateContentParameters", "CountTokensParameters"})
+
+
+def request_field(exc: BaseException) -> str | None:
+    """Name the request field the SDK refused while building the request, or ``None``.
+
+    Args:
+        exc: What the SDK raised.
+
+    Returns:
+        A dotted path such as ``"model"`` or ``"config.tools.google_search"``, or ``None``
+        when ``exc`` was not raised while the request was being built.
+    """
+    path: list[str] = []
+    found = False
+    trace = exc.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        trace = trace.tb_next
+        if "google/genai" not in code.co_filename.replace("\\", "/"):
+            continue
+        converter = _CONVERTER.match(code.co_name)
+        if converter is not None:
+            found = True
+            name = converter.group(1)
+            if name not in _ROOTS:
+                path.append(_FIELDS.get(name) or _snake(name))
+        elif code.co_name.startswith("t_") and code.co_filename.endswith("_transformers.py"):
+            found = True
+            path.append(code.co_name[2:])
+    if not found:
+        return None
+    return ".".join(dict.fromkeys(path)) or "the request"
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _refused_request(exc: BaseException, where: str) -> ErrorInfo:
+    detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return ErrorInfo(
+        None,
+        "INVALID_REQUEST",
+        f"the request was not sent: the SDK refused its field {where} ({detail})",
+        retryable=False,
+    )
 
 
 def _network_message(exc: httpx.TransportError) -> str:

@@ -5,7 +5,9 @@ function declarations. Gemini runs them itself: their records (``toolCall`` /
 ``toolResponse``, ``executableCode`` / ``codeExecutionResult``) arrive as parts of the
 model's turn, which the transcript keeps and sends back unchanged, signatures included.
 When built-in and function tools are both present, ``toolConfig.
-includeServerSideToolInvocations`` is set on every request, as the API requires.
+includeServerSideToolInvocations`` is set on every request, as the API requires. Only
+Gemini 3 models take the two kinds together; `check_tool_mix` refuses the mix on older
+models before anything is sent.
 
 What the tools found is read from each response: `Grounding` (search queries, sources,
 URL-context statuses) and `CodeRun` (code and its output).
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.genai import types
 
+from agent._capabilities import generation
 from agent._capability import Capability, RequestShape, RunCapability
 from agent.errors import ConfigurationError
 from agent.events import CodeExecutionEvent, GroundingEvent
@@ -37,6 +40,7 @@ __all__ = [
     "Source",
     "UrlStatus",
     "builtin_tools",
+    "check_tool_mix",
     "code_runs",
     "grounding_of",
 ]
@@ -72,6 +76,43 @@ def builtin_tools(items: Sequence[str | Any]) -> list[types.Tool]:
                 "or a google.genai types.Tool"
             )
     return tools
+
+
+def check_tool_mix(model: str, builtin: Sequence[Any], functions: Sequence[str]) -> None:
+    """Refuse built-in tools beside function tools on a model that cannot take both.
+
+    Gemini 2.x (and 1.x) answer every such request with 400 "Tool use with function calling
+    is unsupported"; combining the two kinds is a Gemini 3 feature. A model name without a
+    readable generation (a tuned model, an alias) is let through, as the newest generation.
+
+    Args:
+        model: The model name.
+        builtin: The built-in tools (names or ``types.Tool`` values).
+        functions: The names of the function tools sent beside them.
+
+    Raises:
+        ConfigurationError: Both kinds, on a model older than Gemini 3.
+    """
+    found = generation(model)
+    if not builtin or not functions or found is None or found >= 3:
+        return
+    names = ", ".join(_builtin_name(tool) for tool in builtin)
+    shown = ", ".join(sorted(functions)[:5]) + (
+        f" and {len(functions) - 5} more" if len(functions) > 5 else ""
+    )
+    raise ConfigurationError(
+        f"{model} cannot use built-in tools ({names}) beside function tools ({shown}): Gemini "
+        "refuses it with 'Tool use with function calling is unsupported'. Leave the function "
+        "tools out (on the command line --no-builtins and no --tools, --skills or --mcp; in "
+        "Python an empty toolkit), or use a Gemini 3 model such as gemini-3-flash-preview"
+    )
+
+
+def _builtin_name(tool: Any) -> str:
+    if isinstance(tool, str):
+        return tool
+    fields = tool.model_dump(exclude_none=True) if isinstance(tool, types.Tool) else {}
+    return ", ".join(fields) or type(tool).__name__
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,8 @@ def make_config(
             ``parametersJsonSchema``); none means no ``tools`` key at all.
         extra: More ``GenerateContentConfig`` fields (``temperature``, ...).
         builtin: Gemini's built-in tools, sent before the function declarations; with
-            both kinds, ``toolConfig.includeServerSideToolInvocations`` is set.
+            both kinds, ``toolConfig.includeServerSideToolInvocations`` is set. Without
+            function declarations no ``functionCallingConfig`` is sent (Gemini refuses it).
 
     Returns:
         The config sent with every request of the agent.
@@ -80,6 +81,10 @@ def make_config(
         ]
     if builtin and declarations:
         options["tool_config"] = _with_server_side_invocations(options.get("tool_config"))
+    elif not declarations and options.get("tool_config") is not None:
+        options["tool_config"] = _without_function_calling(options["tool_config"])
+        if options["tool_config"] is None:
+            del options["tool_config"]
     try:
         return types.GenerateContentConfig(
             **options,
@@ -91,16 +96,31 @@ def make_config(
         raise ConfigurationError(f"Invalid generation config: {exc}") from None
 
 
+def _tool_config(tool_config: Any) -> types.ToolConfig:
+    """Return ``tool_config`` (a dict, a ``ToolConfig`` or ``None``) as a ``ToolConfig``."""
+    if isinstance(tool_config, types.ToolConfig):
+        return tool_config
+    try:
+        return types.ToolConfig.model_validate(tool_config or {})
+    except ValueError as exc:
+        raise ConfigurationError(f"Invalid tool_config: {exc}") from None
+
+
 def _with_server_side_invocations(tool_config: Any) -> types.ToolConfig:
     """Return ``tool_config`` (a dict, a ``ToolConfig`` or ``None``) with the flag set."""
-    if isinstance(tool_config, types.ToolConfig):
-        base = tool_config
-    else:
-        try:
-            base = types.ToolConfig.model_validate(tool_config or {})
-        except ValueError as exc:
-            raise ConfigurationError(f"Invalid tool_config: {exc}") from None
-    return base.model_copy(update={"include_server_side_tool_invocations": True})
+    return _tool_config(tool_config).model_copy(
+        update={"include_server_side_tool_invocations": True}
+    )
+
+
+def _without_function_calling(tool_config: Any) -> types.ToolConfig | None:
+    """Return ``tool_config`` without ``function_calling_config`` (``None`` when empty).
+
+    A request without function declarations may not carry one: Gemini answers 400
+    "Function calling config is set without function_declarations".
+    """
+    base = _tool_config(tool_config).model_copy(update={"function_calling_config": None})
+    return base if base.model_dump(exclude_none=True) else None
 
 
 def check_prompt(prompt: object) -> None:

@@ -8,20 +8,33 @@ Example::
 
     cases = load_evals("evals.yaml").cases
     outcome = check(cases[0].expect, result)     # [Check(name, passed, detail), ...]
+    calls = score(cases[0].expect, result)       # Score(precision, recall, f1, ...) or None
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agent.errors import ConfigurationError
 
-__all__ = ["Check", "EvalCase", "EvalFile", "Expect", "check", "load_evals", "matches"]
+__all__ = [
+    "Check",
+    "EvalCase",
+    "EvalFile",
+    "Expect",
+    "Score",
+    "check",
+    "load_evals",
+    "matches",
+    "score",
+]
 
 _CASE_KEYS = frozenset(
     {"id", "prompt", "files", "expect", "scenario", "model", "system", "max_turns", "allow"}
@@ -39,6 +52,8 @@ _EXPECT_KEYS = frozenset(
     }
 )
 _TRAJECTORY_MODES = ("exact", "in_order", "any_order")
+_MAX_PATH = 4096
+"""The longest path the built-in file tools take (characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,8 @@ class Expect:
     """The typed output matches this pattern (see `matches`)."""
     tools: tuple[str, tuple[Any, ...]] | None = None
     """``(mode, calls)``: the tool trajectory, ``exact``, ``in_order`` or ``any_order``."""
+    ignore_args: tuple[str, ...] = ()
+    """Argument names left out when calls are compared (volatile ids, timestamps)."""
     rubric: str | None = None
     """What a judge model is asked to confirm about the answer."""
     has_output_check: bool = False
@@ -156,6 +173,39 @@ def _operator(op: str, arg: Any, value: Any) -> bool:
     raise ConfigurationError(f"unknown matcher {op!r}; use $any, $regex, $contains or $oneof")
 
 
+@dataclass(frozen=True, slots=True)
+class Score:
+    """How close a run's tool calls came to the expected ones, order aside.
+
+    Each expected call is paired with at most one call the run made that fits it, so that
+    as many as possible are paired (duplicates count: two expected ``read`` calls need two).
+    """
+
+    precision: float
+    """Paired calls / calls made (1.0 when none were made)."""
+    recall: float
+    """Paired calls / calls expected (1.0 when none were expected)."""
+    f1: float
+    """The harmonic mean of the two (0.0 when either is 0)."""
+    matched: int
+    """How many expected calls were paired with a call the run made."""
+    expected: int
+    """How many calls were expected."""
+    made: int
+    """How many calls the run made."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (rates rounded to 4 places)."""
+        return {
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "f1": round(self.f1, 4),
+            "matched": self.matched,
+            "expected": self.expected,
+            "made": self.made,
+        }
+
+
 # --------------------------------------------------------------------------- checks
 
 
@@ -185,44 +235,135 @@ def check(expect: Expect, result: Any) -> list[Check]:
         detail = "" if fits else f"output was {_dump(output)}"
         checks.append(Check("output_satisfies", fits, detail))
     if expect.tools is not None:
-        checks.append(_trajectory(*expect.tools, result.tool_calls))
+        checks.append(_trajectory(*expect.tools, result.tool_calls, expect.ignore_args))
     return checks
 
 
-def _trajectory(mode: str, expected: Sequence[Any], calls: Sequence[Any]) -> Check:
-    made = [(call.name, call.args) for call in calls]
-    shown = ", ".join(f"{name}({_dump(args)})" for name, args in made) or "no calls"
-    wanted = [_call_pattern(item) for item in expected]
+_Call = tuple[str, Any]
+
+
+def score(expect: Expect, result: Any) -> Score | None:
+    """Score the run's tool calls against ``expect.tools`` (``None`` without that check).
+
+    Args:
+        expect: The case's expectations.
+        result: The `RunResult` (``None`` when the run had none: no calls were made).
+    """
+    if expect.tools is None:
+        return None
+    made = [_call(call, expect.ignore_args) for call in getattr(result, "tool_calls", ())]
+    wanted = [_call_pattern(item, expect.ignore_args) for item in expect.tools[1]]
+    matched = _pairs(wanted, made)
+    precision = matched / len(made) if made else 1.0
+    recall = matched / len(wanted) if wanted else 1.0
+    total = precision + recall
+    f1 = 2 * precision * recall / total if total else 0.0
+    return Score(precision, recall, f1, matched, len(wanted), len(made))
+
+
+def _trajectory(mode: str, expected: Sequence[Any], calls: Sequence[Any], ignore: Any) -> Check:
+    turns = _by_turn(calls, ignore)
+    wanted = [_call_pattern(item, ignore) for item in expected]
     if mode == "exact":
-        ok = len(made) == len(wanted) and all(
-            _fits(call, want) for call, want in zip(made, wanted, strict=True)
-        )
+        ok = _exact(wanted, turns)
     elif mode == "in_order":
-        position = 0
-        for call in made:
-            if position < len(wanted) and _fits(call, wanted[position]):
-                position += 1
-        ok = position == len(wanted)
+        ok = _in_order(wanted, turns)
     else:
-        unused = list(made)
-        ok = True
-        for want in wanted:
-            hit = next((call for call in unused if _fits(call, want)), None)
-            if hit is None:
-                ok = False
-                break
-            unused.remove(hit)
+        made = [call for turn in turns for call in turn]
+        ok = len(made) == len(wanted) and _pairs(wanted, made) == len(wanted)
     names = ", ".join(want[0] for want in wanted)
-    return Check(f"tools {mode} [{names}]", ok, "" if ok else f"the calls were: {shown}")
+    return Check(f"tools {mode} [{names}]", ok, "" if ok else f"the calls were: {_shown(turns)}")
 
 
-def _call_pattern(item: Any) -> tuple[str, Any]:
+def _by_turn(calls: Sequence[Any], ignore: Any) -> list[list[_Call]]:
+    """Group the calls by model turn, in turn order (the calls of one turn run together)."""
+    turns: dict[int, list[_Call]] = {}
+    for call in calls:
+        turns.setdefault(int(getattr(call, "turn", 0) or 0), []).append(_call(call, ignore))
+    return [turns[turn] for turn in sorted(turns)]
+
+
+def _exact(wanted: Sequence[_Call], turns: Sequence[Sequence[_Call]]) -> bool:
+    """Tell whether these are the calls, turn after turn in order (any order within a turn)."""
+    if sum(map(len, turns)) != len(wanted):
+        return False
+    start = 0
+    for turn in turns:
+        segment = wanted[start : start + len(turn)]
+        if _pairs(segment, turn) != len(turn):
+            return False
+        start += len(turn)
+    return True
+
+
+def _in_order(wanted: Sequence[_Call], turns: Sequence[Sequence[_Call]]) -> bool:
+    """Tell whether the expected calls come in order across turns, others allowed.
+
+    Order within a turn does not count. Each turn takes the longest run of the next
+    expected calls it holds: taking more in an earlier turn never leaves less for later.
+    """
+    start = 0
+    for turn in turns:
+        size = 0
+        while start + size < len(wanted) and size < len(turn):
+            if _pairs(wanted[start : start + size + 1], turn) != size + 1:
+                break
+            size += 1
+        start += size
+    return start == len(wanted)
+
+
+def _pairs(wanted: Sequence[_Call], made: Sequence[_Call]) -> int:
+    """Count the most expected calls that can each be paired with its own fitting call."""
+    owner: dict[int, int] = {}  # index in made -> index in wanted
+
+    def place(want: int, seen: set[int]) -> bool:
+        for index, call in enumerate(made):
+            if index in seen or not _fits(call, wanted[want]):
+                continue
+            seen.add(index)
+            if index not in owner or place(owner[index], seen):
+                owner[index] = want
+                return True
+        return False
+
+    return sum(1 for want in range(len(wanted)) if place(want, set()))
+
+
+def _shown(turns: Sequence[Sequence[_Call]]) -> str:
+    if not any(turns):
+        return "no calls"
+    if len(turns) == 1:
+        return ", ".join(f"{name}({_dump(args)})" for name, args in turns[0])
+    return "; ".join(
+        f"turn {number}: " + ", ".join(f"{name}({_dump(args)})" for name, args in turn)
+        for number, turn in enumerate(turns, start=1)
+    )
+
+
+def _call(call: Any, ignore: Sequence[str]) -> _Call:
+    return call.name, _without(call.args, ignore)
+
+
+def _call_pattern(item: Any, ignore: Sequence[str] = ()) -> _Call:
     if isinstance(item, str):
         return item, None
-    return str(item["name"]), item.get("args")
+    args = item.get("args")
+    return str(item["name"]), None if args is None else _without(args, ignore)
 
 
-def _fits(call: tuple[str, Any], want: tuple[str, Any]) -> bool:
+def _without(value: Any, ignore: Sequence[str]) -> Any:
+    """``value`` with the keys named in ``ignore`` left out of every mapping in it."""
+    if not ignore:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _without(v, ignore) for k, v in value.items() if k not in ignore}
+    if isinstance(value, list):
+        return [_without(item, ignore) for item in value]
+    return value
+
+
+def _fits(call: _Call, want: _Call) -> bool:
     return call[0] == want[0] and (want[1] is None or matches(call[1], want[1]))
 
 
@@ -266,7 +407,12 @@ def load_evals(path: str | Path) -> EvalFile:
     except OSError as exc:
         raise ConfigurationError(f"cannot read {where}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ConfigurationError(f"{where} is not valid YAML: {exc}") from None
+        raise ConfigurationError(f"{where} is not valid YAML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise ConfigurationError(
+            f"{where}: the YAML is nested too deeply to read (at most {MAX_DEPTH} levels)"
+        ) from None
+    _check_size(data, where)
     if isinstance(data, list):
         data = {"cases": data}
     if not isinstance(data, Mapping):
@@ -287,6 +433,43 @@ def load_evals(path: str | Path) -> EvalFile:
     if duplicates:
         raise ConfigurationError(f"{where}: duplicate case id(s) {', '.join(duplicates)}")
     return EvalFile(where, tuple(cases), judge.get("model"), judge.get("scenario"))
+
+
+MAX_VALUES = 1_000_000
+"""The most values (counted through YAML aliases) an eval file may expand to."""
+MAX_DEPTH = 100
+"""The deepest nesting of lists and mappings an eval file may hold."""
+
+
+def _check_size(data: Any, where: Path) -> None:
+    """Refuse data that expands past `MAX_VALUES` values or nests past `MAX_DEPTH`.
+
+    YAML aliases share one object, so a few lines of anchors can stand for billions of
+    values (an "alias bomb") that every later step (checks, messages) would walk; the walk
+    here stops at the limit instead, without recursion.
+    """
+    count = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigurationError(
+                f"{where}: the file expands to more than {MAX_VALUES:,} values (YAML anchors "
+                "and aliases that repeat each other?); write the values out instead"
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigurationError(
+                f"{where}: the data is nested more than {MAX_DEPTH} levels deep"
+            )
+        if isinstance(value, Mapping):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -310,12 +493,19 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     case_id, prompt = item.get("id"), item.get("prompt")
     if not isinstance(case_id, str | int) or isinstance(case_id, bool) or str(case_id) == "":
         raise ConfigurationError(f"{where}: `id` must be a non-empty string or number")
+    if any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in str(case_id)):
+        raise ConfigurationError(
+            f"{where}: `id` {str(case_id)[:100]!r} holds a control character; ids are "
+            "printed and written to JUnit XML, so use plain text"
+        )
     where = f"{where} ({case_id})"
     if not isinstance(prompt, str) or not prompt.strip():
         raise ConfigurationError(f"{where}: `prompt` must be non-empty text")
     files = _mapping(item.get("files") or {}, f"{where}: files")
     if not all(isinstance(v, str) for v in files.values()):
         raise ConfigurationError(f"{where}: `files` maps file names to their text")
+    for name in files:
+        _check_file_name(name, where)
     expect = {
         **_mapping(defaults.get("expect") or {}, where),
         **_mapping(item.get("expect") or {}, where),
@@ -340,28 +530,64 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     )
 
 
+def _tools(tools: Any, where: str) -> tuple[tuple[str, tuple[Any, ...]] | None, tuple[str, ...]]:
+    """Read ``expect.tools``: a list (``exact``), or one mode with an optional ``ignore_args``."""
+    if tools is None:
+        return None, ()
+    if isinstance(tools, list):
+        tools = {"exact": tools}
+    usage = (
+        f"{where}: expect.tools must be one of exact, in_order, any_order with a list "
+        "(and optionally ignore_args: a list of argument names)"
+    )
+    if not isinstance(tools, Mapping):
+        raise ConfigurationError(usage)
+    ignore = tools.get("ignore_args") or []
+    modes = {key: value for key, value in tools.items() if key != "ignore_args"}
+    if not isinstance(ignore, list) or not all(isinstance(name, str) for name in ignore):
+        raise ConfigurationError(f"{where}: expect.tools.ignore_args must be a list of names")
+    if len(modes) != 1:
+        raise ConfigurationError(usage)
+    ((mode, calls),) = modes.items()
+    if mode not in _TRAJECTORY_MODES or not isinstance(calls, list):
+        raise ConfigurationError(usage)
+    for call in calls:
+        if not isinstance(call, str) and not (isinstance(call, Mapping) and "name" in call):
+            raise ConfigurationError(f"{where}: each expected tool call needs a `name`")
+    return (str(mode), tuple(calls)), tuple(ignore)
+
+
+def _check_file_name(name: Any, where: str) -> None:
+    """Refuse a ``files`` name that would be written outside the sample's workspace.
+
+    The workspace is a fresh directory, so the built-in tools' rule (a path must resolve
+    inside the root) comes down to: relative, no ``~``, no ``..`` that climbs out of it.
+    """
+    text = str(name)
+    shown = repr(text[:200])
+    problem = None
+    if not isinstance(name, str) or not text.strip() or "\x00" in text:
+        problem = "is empty, not text, or holds a NUL character"
+    elif PurePosixPath(text).is_absolute() or text.startswith("~"):
+        problem = "is an absolute path, outside the sample's workspace"
+    elif len(text) > _MAX_PATH:
+        problem = f"is longer than {_MAX_PATH} characters"
+    elif posixpath.normpath(text).split("/")[0] == "..":
+        problem = "climbs out of the sample's workspace with .."
+    elif posixpath.normpath(text) == ".":
+        problem = "names the workspace itself, not a file in it"
+    if problem is not None:
+        raise ConfigurationError(
+            f"{where}: files: {shown} {problem}; name a file inside the workspace, e.g. "
+            "notes.txt or data/input.csv"
+        )
+
+
 def _expect(data: Mapping[str, Any], where: str) -> Expect:
     _keys(data, _EXPECT_KEYS, f"{where}: expect")
     contains = data.get("text_contains") or ()
     contains = (contains,) if isinstance(contains, str) else tuple(map(str, contains))
-    tools = data.get("tools")
-    trajectory: tuple[str, tuple[Any, ...]] | None = None
-    if tools is not None:
-        if isinstance(tools, list):
-            tools = {"exact": tools}
-        if not isinstance(tools, Mapping) or len(tools) != 1:
-            raise ConfigurationError(
-                f"{where}: expect.tools must be one of exact, in_order, any_order with a list"
-            )
-        ((mode, calls),) = tools.items()
-        if mode not in _TRAJECTORY_MODES or not isinstance(calls, list):
-            raise ConfigurationError(
-                f"{where}: expect.tools must be one of exact, in_order, any_order with a list"
-            )
-        for call in calls:
-            if not isinstance(call, str) and not (isinstance(call, Mapping) and "name" in call):
-                raise ConfigurationError(f"{where}: each expected tool call needs a `name`")
-        trajectory = (str(mode), tuple(calls))
+    trajectory, ignore = _tools(data.get("tools"), where)
     pattern = data.get("text_matches")
     if pattern is not None:
         try:
@@ -375,6 +601,7 @@ def _expect(data: Mapping[str, Any], where: str) -> Expect:
         output_equals=data.get("output_equals"),
         output_satisfies=data.get("output_satisfies"),
         tools=trajectory,
+        ignore_args=ignore,
         rubric=data.get("rubric"),
         has_output_check="output_equals" in data,
     )

@@ -82,6 +82,9 @@ def _tool_config(choice: ToolChoice | None, names: Collection[str]) -> dict[str,
             raise ConfigurationError(
                 f"tool_choice must be 'auto', 'any', 'none' or a list of tool names, got {choice!r}"
             )
+        if not names:
+            _check_without_functions(choice)
+            return None
         return {"function_calling_config": {"mode": choice.upper()}}
     allowed = list(choice)
     unknown = [name for name in allowed if name not in names]
@@ -91,6 +94,21 @@ def _tool_config(choice: ToolChoice | None, names: Collection[str]) -> dict[str,
             f"(the tools are {', '.join(sorted(names)) or 'none'})"
         )
     return {"function_calling_config": {"mode": "ANY", "allowed_function_names": allowed}}
+
+
+def _check_without_functions(choice: str) -> None:
+    """``tool_choice`` for an agent without function tools: nothing to send, or an error.
+
+    Gemini refuses a ``functionCallingConfig`` in a request without function declarations
+    ("Function calling config is set without function_declarations"), even beside its own
+    tools such as ``google_search``, which ``tool_choice`` does not steer. ``"auto"`` and
+    ``"none"`` mean no call either way, so nothing is sent.
+    """
+    if choice == "any":
+        raise ConfigurationError(
+            "tool_choice='any' makes the model call a function tool, and the agent has none "
+            "(built-in tools such as google_search are not chosen by tool_choice)"
+        )
 
 
 def generation_options(

@@ -202,6 +202,10 @@ def test_demo_plays_another_scenario_and_checks_its_files(tmp_path: Path) -> Non
             "turns:\n  - {expect: {user_text: impossible}, text: x}\n",
             "failed its expectation: turn 1: no user text contains 'impossible'",
         ),
+        (
+            "turns:\n  - error: {code: 400, message: Bad thing.}\n",
+            "demo failed: the run failed: Gemini call failed after 1 attempt: 400",
+        ),
     ],
 )
 def test_demo_fails_when_the_run_does_not_do_what_the_scenario_says(
@@ -212,6 +216,7 @@ def test_demo_fails_when_the_run_does_not_do_what_the_scenario_says(
     out = io.StringIO()
     assert run_demo(out, scenario=scenario) == 1
     assert problem in out.getvalue()
+    assert "did not complete" not in out.getvalue()
 
 
 def test_demo_and_run_show_events_in_the_same_words(

@@ -7,7 +7,8 @@
 
 ``run`` and ``chat`` ask on the terminal: ``y`` approves, ``n`` refuses (text after it is the
 reason the model reads, e.g. ``n use a temp file``), ``e`` approves with edited arguments
-typed as JSON (checked against the tool's schema). ``batch`` has nobody to ask: a call that
+typed as JSON (checked against the tool's schema); anything else (Enter, ``ok``) is asked
+again. ``batch`` has nobody to ask: a call that
 would ask is refused, unless the tasks file allows the tool.
 """
 
@@ -34,6 +35,8 @@ COMMAND_TOOLS = ("bash",)
 """The built-in tools that run commands."""
 
 _EDIT_TRIES = 3
+_ASK_TRIES = 10
+"""Replies that are not y/n/e before the call is refused (a feed that never says)."""
 
 
 def add_approval_flag(parser: argparse.ArgumentParser, *, batch: bool = False) -> None:
@@ -105,39 +108,59 @@ async def answer_approval(
 
     ``y`` approves; ``n`` refuses, with any text after it as the reason; ``e`` asks for
     the edited arguments as a JSON object and checks them against the tool's schema (up
-    to three tries; ``tell`` shows why one was refused). No answer refuses.
+    to three tries; ``tell`` shows why one was refused). Any other reply (Enter, ``ok``)
+    approves nothing: ``tell`` says what is accepted and the question is asked again. No
+    answer refuses.
     """
+    prompt = f"{request['prompt']} [y]es / [n]o [reason] / [e]dit"
+    for _ in range(_ASK_TRIES):
+        reply = await ask(prompt)
+        if reply is None:
+            return _no(request, "no answer was given")
+        choice, _, rest = reply.strip().partition(" ")
+        choice = choice.lower().rstrip(":")
+        if choice in ("y", "yes"):
+            return {"id": request["id"], "ok": True, "data": {"approved": True}}
+        if choice in ("e", "edit"):
+            return await _edit(request, rest.strip() or None, ask, tell, toolkit)
+        if choice in ("n", "no"):
+            return _no(request, rest.strip() or None)
+        tell(
+            f"{reply.strip()!r} is not an answer: type y to approve, n (and a reason) to "
+            "refuse, or e to edit the arguments"
+        )
+    return _no(request, "no y/n/e answer was given")
+
+
+async def _edit(
+    request: Request,
+    text: str | None,
+    ask: Ask,
+    tell: Callable[[str], None],
+    toolkit: Toolkit | None,
+) -> Answer:
+    """Approve with the arguments typed as JSON (``text``, else asked), once they fit."""
     from agent import ApprovalPolicy
 
     data = request.get("data") or {}
     name = str(data.get("tool", ""))
-    reply = await ask(f"{request['prompt']} [y]es / [n]o [reason] / [e]dit")
-    choice, _, rest = (reply or "").strip().partition(" ")
-    choice = choice.lower().rstrip(":")
-    if choice in ("y", "yes"):
-        return {"id": request["id"], "ok": True, "data": {"approved": True}}
-    if choice in ("e", "edit"):
-        tool = toolkit.get(name) if toolkit is not None else None
-        text = rest.strip() or None
-        for _ in range(_EDIT_TRIES):
-            if text is None:
-                text = await ask(f"the arguments for {name} as JSON (was {_json(data)})")
-            if text is None:
-                break
-            try:
-                edited = json.loads(text)
-            except ValueError as exc:
-                problem: str | None = f"not JSON: {exc}"
-            else:
-                problem = ApprovalPolicy.edit_problem(tool, edited)
-            if problem is None:
-                return {"id": request["id"], "ok": True, "data": {"approved": True, "args": edited}}
-            tell(f"cannot use these arguments: {problem}")
-            text = None
-        return _no(request, "the edited arguments were not usable")
-    if choice in ("n", "no"):
-        return _no(request, rest.strip() or None)
-    return _no(request, "no answer was given" if reply is None else f"answered {reply!r}")
+    tool = toolkit.get(name) if toolkit is not None else None
+    for _ in range(_EDIT_TRIES):
+        if text is None:
+            text = await ask(f"the arguments for {name} as JSON (was {_json(data)})")
+        if text is None:
+            break
+        try:
+            edited = json.loads(text)
+        except ValueError as exc:
+            problem: str | None = f"not JSON: {exc}"
+        else:
+            problem = ApprovalPolicy.edit_problem(tool, edited)
+        if problem is None:
+            return {"id": request["id"], "ok": True, "data": {"approved": True, "args": edited}}
+        tell(f"cannot use these arguments: {problem}")
+        text = None
+    return _no(request, "the edited arguments were not usable")
 
 
 def _no(request: Request, reason: str | None) -> Answer:

@@ -20,6 +20,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "exit_code",
+    "status_of",
 ]
 
 EXIT_OK = 0
@@ -64,3 +65,13 @@ class CliError(ConfigurationError):
 def exit_code(result: RunResult) -> int:
     """Return the documented exit code of a finished run's status."""
     return _STATUS_CODES.get(result.status, EXIT_BLOCKED)
+
+
+def status_of(result: RunResult, error: str | None) -> str:
+    """Return the status a command reports for a run: ``"failed"`` when it raised.
+
+    A run that ended in a `RunError` (a model call that failed for good) carries a partial
+    result whose own status says where it stopped (often ``"incomplete"``); every command
+    reports it as ``"failed"``, with the error beside it.
+    """
+    return "failed" if error else result.status

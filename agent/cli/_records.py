@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent.cli._exits import CliError
+from agent.cli._exits import CliError, status_of
 from agent.cli._secrets import scrub_data, scrub_text
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ def result_record(
     """Return the line of a task that ran: its `RunResult`, or the `RunError` it ended in."""
     record: dict[str, Any] = {
         "id": task_id,
-        "status": "failed" if error else result.status,
+        "status": status_of(result, error),
         "text": result.text,
         "usage": result.usage.to_dict(),
         "turns": result.turns,

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "build_toolkit",
     "check_agent_files",
+    "check_tool_mix_flags",
     "check_toolkit_flags",
     "import_attr",
     "load_tools",
@@ -151,3 +153,27 @@ async def build_toolkit(args: argparse.Namespace, own: list[Tool]) -> Toolkit:
     keep = [tool for tool in toolkit if tool.name not in disabled]
     skills = toolkit.skills if "skill" not in disabled else ()
     return tn.Toolkit(keep, skills=skills, resources=toolkit.resources)
+
+
+def check_tool_mix_flags(models: Iterable[str], builtin: Sequence[str], toolkit: Toolkit) -> None:
+    """Refuse ``--builtin-tool`` beside function tools on a model that cannot take both.
+
+    Called before the first request, so the run ends with a usage error instead of a 400
+    from Gemini on every request.
+
+    Args:
+        models: Every model the command will call.
+        builtin: The ``--builtin-tool`` names.
+        toolkit: The function tools of the flags.
+
+    Raises:
+        CliError: A model older than Gemini 3 would get both kinds.
+    """
+    from agent._builtin_tools import check_tool_mix
+    from agent.errors import ConfigurationError
+
+    for model in dict.fromkeys(models):
+        try:
+            check_tool_mix(model, builtin, toolkit.names)
+        except ConfigurationError as exc:
+            raise CliError(f"toolnexus-agent: --builtin-tool: {exc}") from None

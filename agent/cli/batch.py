@@ -28,7 +28,7 @@ from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
 from agent.cli._printer import describe_retry
 from agent.cli._records import crashed_record, result_record
-from agent.cli._toolkit import check_toolkit_flags, import_attr
+from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.cli.run import load_output_type, with_files
 from agent.errors import RunError
 
@@ -488,6 +488,27 @@ def load_deps_factory(spec: str | None) -> DepsFactory:
     return factory  # type: ignore[no-any-return]
 
 
+def check_prices(tasks: Sequence[Task], default_model: str, budget: float | None) -> None:
+    """Refuse ``--budget-usd`` when a task's model has no price (its cost would read $0).
+
+    Raises:
+        CliError: A budget is set and the price table lacks a task's model.
+    """
+    if budget is None:
+        return
+    from agent._cost import price_table
+
+    table = price_table()
+    for task in tasks:
+        model = task.model or default_model
+        if table.lookup(model) is None:
+            raise CliError(
+                f"batch: --budget-usd needs a price for {model!r} (task {task.id}), and the "
+                f"price table has none (it knows {', '.join(sorted(table.models))}); check "
+                "the model name, or run without --budget-usd"
+            )
+
+
 async def _maybe(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -500,7 +521,10 @@ def command(args: argparse.Namespace) -> int:
         raise CliError(f"--budget-usd must be 0 or more, got {args.budget_usd}")
     tasks = load_tasks(args.tasks)
     if args.engine == "dbos":
+        from agent import DEFAULT_MODEL
         from agent.cli._dbos_batch import submit
+
+        check_prices(tasks, args.model or DEFAULT_MODEL, args.budget_usd)
 
         return submit(args, tasks)
     if args.out is None:
@@ -575,6 +599,9 @@ async def _batch(
     for task in todo:
         queue.put_nowait(task)
     async with open_agents(args, own) as (factory, toolkit):
+        models = [task.model or factory.model for task in todo]
+        check_prices(todo, factory.model, budget.limit)
+        check_tool_mix_flags(models, factory.builtin_tools, toolkit)
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
         agents: dict[tuple[Any, ...], Agent] = {}
 

@@ -35,7 +35,7 @@ from agent.cli._options import (
 from agent.cli._printer import EventPrinter, stream_run
 from agent.cli._questions import Asker
 from agent.cli._secrets import scrub_text
-from agent.cli._toolkit import check_toolkit_flags
+from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ def command(args: argparse.Namespace) -> int:
         stack = contextlib.AsyncExitStack()
         try:
             factory, toolkit = runner.run(stack.enter_async_context(open_agents(args, own)))
+            check_tool_mix_flags([factory.model], factory.builtin_tools, toolkit)
             store = SqliteStore(args.store) if args.store else None
             if store is not None:
                 stack.push_async_callback(store.close)

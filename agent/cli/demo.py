@@ -178,11 +178,11 @@ async def _demo(
         agents = _agents(model, toolkit, schema, _Approver(out, style), connection)
         _intro(out, style, agents[0], model, transport, prompt)
         try:
-            result = await _play(agents[0], prompt, out, style)
+            result, failed = await _play(agents[0], prompt, out, style)
         finally:
             for agent in agents:
                 await agent.aclose()
-    return _verdict(result, fake, workspace, scenario, out, style)
+    return _verdict(result, failed, fake, workspace, scenario, out, style)
 
 
 @asynccontextmanager
@@ -284,16 +284,21 @@ class _Approver:
         self._out.write(f"  {text}\n")
 
 
-async def _play(agent: Agent, prompt: str, out: TextIO, style: Style) -> RunResult:
+async def _play(
+    agent: Agent, prompt: str, out: TextIO, style: Style
+) -> tuple[RunResult, str | None]:
+    """Run the tour; return its result and, when the run failed, why."""
     try:
-        return await stream_run(agent, prompt, EventPrinter(out, out, turns=True, style=style))
+        printer = EventPrinter(out, out, turns=True, style=style)
+        return await stream_run(agent, prompt, printer), None
     except RunError as exc:
         out.write(style.paint(f"the run failed: {exc}", "error") + "\n")
-        return exc.result
+        return exc.result, str(exc)
 
 
 def _verdict(
     result: RunResult,
+    failed: str | None,
     fake: FakeGemini,
     workspace: Path,
     scenario: Scenario,
@@ -302,7 +307,9 @@ def _verdict(
 ) -> int:
     files = [str(name) for name in scenario.extra.get("files") or []]
     problems: list[str] = []
-    if result.status != "completed":
+    if failed is not None:
+        problems.append(f"the run failed: {failed}")
+    elif result.status != "completed":
         problems.append(
             f"the run did not complete: {result.status} ({result.limit or result.reason})"
         )

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import AgentFactory, make_agent, open_factory
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
-from agent.cli._toolkit import build_toolkit, check_toolkit_flags
+from agent.cli._toolkit import build_toolkit, check_tool_mix_flags, check_toolkit_flags
 from agent.cli.batch import (
     DepsFactory,
     _maybe,
@@ -71,7 +72,11 @@ eval file (YAML or JSON):
           in_order:
             - name: read
               args: {path: {$regex: "notes"}}
+          ignore_args: [request_id]             # never compared (optional)
         rubric: The answer names the city.      # judged by a model
+
+trajectories: turns keep their order, the parallel calls of one turn do not; duplicate
+calls count. Each sample also gets a trajectory score (precision, recall, F1).
 
 matchers: a mapping matches when its keys match; {$regex: ...}, {$contains: ...},
 {$oneof: [...]}, {$any: true} match one value.
@@ -232,6 +237,9 @@ class _Runner:
             if not self.args.offline:
                 self.factory = await stack.enter_async_context(open_factory(self.args))
             self.toolkit = await stack.enter_async_context(await build_toolkit(self.args, self.own))
+            check_tool_mix_flags(
+                [self._model(job.case) for job in todo], self.args.builtin_tools, self.toolkit
+            )
 
             async def one(job: _Job) -> None:
                 progress.started()
@@ -242,7 +250,7 @@ class _Runner:
             await run_all(todo, self.args.concurrency, one)
 
     async def sample(self, job: _Job) -> dict[str, Any]:
-        from agent._eval import Check, check
+        from agent._eval import Check, check, score
 
         case = job.case
         start = time.monotonic()
@@ -250,7 +258,7 @@ class _Runner:
         result: RunResult | None = None
         try:
             async with self._agent(case) as agent:
-                deps = await _maybe(self.deps_for(case)) if self.deps_for else None
+                deps = await self._deps(case)
                 try:
                     result = await agent.run(case.prompt, deps=deps)
                 except RunError as exc:
@@ -272,7 +280,30 @@ class _Runner:
             usage=result.usage.to_dict() if result is not None else None,
             duration=round(time.monotonic() - start, 3),
         )
+        trajectory = score(case.expect, result)
+        if trajectory is not None:
+            record["score"] = trajectory.to_dict()
         return record
+
+    async def _deps(self, case: EvalCase) -> Any:
+        """Return the case's run data from ``--deps`` (``None`` without it).
+
+        Raises:
+            CliError: The user's function raised: this sample fails with the reason.
+        """
+        if self.deps_for is None:
+            return None
+        try:
+            return await _maybe(self.deps_for(case))
+        except Exception as exc:  # the user's code: any error fails this sample only
+            raise CliError(
+                f"--deps failed for case {case.id}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def _model(self, case: EvalCase) -> str:
+        from agent import DEFAULT_MODEL
+
+        return str(case.model or self.args.model or DEFAULT_MODEL)
 
     @contextlib.asynccontextmanager
     async def _agent(self, case: EvalCase) -> AsyncIterator[Agent]:
@@ -346,15 +377,25 @@ class _Runner:
             f"\n\nThe agent's answer:\n{text}"
         )
         model = self.args.judge_model or self.evals.judge_model or case.model or self.args.model
-        async with contextlib.AsyncExitStack() as stack:
-            http, key = await self._client(stack, self.evals.judge_scenario)
-            judge = self._make(Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1)
-            verdict = (await judge.run(prompt)).text.strip()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                http, key = await self._client(stack, self.evals.judge_scenario)
+                judge = self._make(
+                    Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1
+                )
+                verdict = (await judge.run(prompt)).text.strip()
+        except (RunError, ConfigurationError, OSError) as exc:
+            # The judge's failure fails this sample's rubric; the other samples go on.
+            return Check(name, False, f"the judge failed: {exc}")
         passed = verdict.upper().startswith("PASS")
         return Check(name, passed, "" if passed else verdict or "the judge gave no verdict")
 
 
 # --------------------------------------------------------------------------- report
+
+
+_SCORE_KEYS = ("precision", "recall", "f1")
+"""The trajectory scores averaged over a case's samples."""
 
 
 def _records(path: Path) -> dict[str, dict[str, Any]]:
@@ -385,16 +426,21 @@ def _report(
             for record in samples
             if record and not record.get("passed")
         ]
-        cases.append(
-            {
-                "id": case.id,
-                "samples": len(samples),
-                "passed": passed,
-                "pass_rate": round(passed / len(samples), 4),
-                "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
-                "failures": failures,
+        entry = {
+            "id": case.id,
+            "samples": len(samples),
+            "passed": passed,
+            "pass_rate": round(passed / len(samples), 4),
+            "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
+            "failures": failures,
+        }
+        scores = [r["score"] for r in samples if r and isinstance(r.get("score"), dict)]
+        if scores:
+            entry["score"] = {
+                key: round(sum(float(s.get(key, 0)) for s in scores) / len(scores), 4)
+                for key in _SCORE_KEYS
             }
-        )
+        cases.append(entry)
     total = sum(case["samples"] for case in cases)
     passed = sum(case["passed"] for case in cases)
     rate = passed / total if total else 0.0
@@ -411,8 +457,11 @@ def _report(
 
 def _summary(report: dict[str, Any], err: TextIO) -> None:
     for case in report["cases"]:
+        scored = case.get("score")
+        tools = f"; tools F1 {scored['f1']:.2f}" if scored else ""
         err.write(
-            f"{case['id']}: {case['passed']}/{case['samples']} passed ({case['pass_rate']:.0%})\n"
+            f"{case['id']}: {case['passed']}/{case['samples']} passed "
+            f"({case['pass_rate']:.0%}){tools}\n"
         )
         for failure in case["failures"]:
             reasons = [f"{c['name']}: {c['detail']}" for c in failure["failed"]]
@@ -426,6 +475,18 @@ def _summary(report: dict[str, Any], err: TextIO) -> None:
     )
 
 
+# What XML 1.0 cannot hold at all, even escaped (control characters, lone surrogates).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """Return ``text`` with the characters XML cannot hold written as escapes (ESC as x1b).
+
+    Model text and error messages may carry them; the report must stay valid XML.
+    """
+    return _NOT_XML.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def _junit(report: dict[str, Any], path: Path) -> None:
     """Write one ``testcase`` per case; a case with a failed sample has a ``failure``."""
     failed = sum(1 for case in report["cases"] if case["failures"])
@@ -433,7 +494,7 @@ def _junit(report: dict[str, Any], path: Path) -> None:
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name=Path(report["file"]).stem,
+        name=_xml(Path(report["file"]).stem),
         tests=str(len(report["cases"])),
         failures=str(failed),
         errors="0",
@@ -446,13 +507,14 @@ def _junit(report: dict[str, Any], path: Path) -> None:
         element = ET.SubElement(
             suite,
             "testcase",
-            classname=Path(report["file"]).stem,
-            name=case["id"],
+            classname=_xml(Path(report["file"]).stem),
+            name=_xml(case["id"]),
             time=f"{case['duration']:.3f}",
         )
-        ET.SubElement(element, "properties").append(
-            ET.Element("property", name="pass_rate", value=str(case["pass_rate"]))
-        )
+        case_properties = ET.SubElement(element, "properties")
+        ET.SubElement(case_properties, "property", name="pass_rate", value=str(case["pass_rate"]))
+        for key, value in (case.get("score") or {}).items():
+            ET.SubElement(case_properties, "property", name=f"tools_{key}", value=str(value))
         if case["failures"]:
             failure = ET.SubElement(
                 element,
@@ -460,11 +522,13 @@ def _junit(report: dict[str, Any], path: Path) -> None:
                 message=f"{case['passed']}/{case['samples']} samples passed",
                 type="EvalFailure",
             )
-            failure.text = "\n".join(
-                f"sample {f['sample']}: "
-                + "; ".join(f"{c['name']}: {c['detail']}" for c in f["failed"])
-                + (f" ({f['error']})" if f["error"] else "")
-                for f in case["failures"]
+            failure.text = _xml(
+                "\n".join(
+                    f"sample {f['sample']}: "
+                    + "; ".join(f"{c['name']}: {c['detail']}" for c in f["failed"])
+                    + (f" ({f['error']})" if f["error"] else "")
+                    for f in case["failures"]
+                )
             )
     ET.indent(suites)
     path.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._approval import add_approval_flag, cli_policy
-from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code
+from agent.cli._exits import EXIT_CODES_HELP, EXIT_FAILED, CliError, exit_code, status_of
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import (
@@ -27,7 +27,7 @@ from agent.cli._options import (
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker
 from agent.cli._secrets import scrub_data, scrub_text
-from agent.cli._toolkit import check_toolkit_flags, import_attr
+from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.errors import AgentError, ConfigurationError, RunError
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ async def _run(
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
     async with open_agents(args, own) as (factory, toolkit):
+        check_tool_mix_flags([factory.model], factory.builtin_tools, toolkit)
         asker = Asker(args.answer, err, toolkit=toolkit)
         agent = factory.make(
             toolkit,
@@ -181,6 +182,7 @@ async def _run(
         factory.report(err)
     if args.json:
         data = result.to_dict()
+        data["status"] = status_of(result, failed)
         if failed is not None:
             data["error"] = failed
         out.write(json.dumps(scrub_data(data), ensure_ascii=False, indent=2) + "\n")

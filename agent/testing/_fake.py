@@ -7,12 +7,13 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from agent._known_models import known_models, retired
 from agent.errors import AgentError
 from agent.testing._files import FileStore
 from agent.testing._render import render_reply, split_stream, sse_event
@@ -123,6 +124,24 @@ def _error_outcome(status_code: int, status: str, message: str) -> Outcome:
     return Outcome(status_code, _JSON_HEADERS, [json.dumps(body).encode()])
 
 
+def _unknown_model(record: RecordedRequest) -> Outcome:
+    """Gemini's answer to a model name it does not serve (a typo, a retired model)."""
+    successor = retired(record.model)
+    if successor is not None:
+        message = (
+            f"This model models/{record.model} is no longer available. Please update your "
+            f"code to use models/{successor}."
+        )
+    else:
+        method = "streamGenerateContent" if record.kind == "stream" else "generateContent"
+        message = (
+            f"models/{record.model} is not found for API version {record.api_version}, or is "
+            f"not supported for {method}. Call ListModels to see the list of available "
+            "models and their supported methods."
+        )
+    return _error_outcome(404, "NOT_FOUND", message)
+
+
 _Entry = Reply | ErrorReply | Delayed | Checked
 _JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
 _SSE_HEADERS = {"content-type": "text/event-stream"}
@@ -165,6 +184,7 @@ class FakeGemini:
         chunk_delay: float = 0.0,
         sign_text: bool = False,
         signing_key: bytes | str | None = None,
+        extra_models: Iterable[str] = (),
     ) -> None:
         """Create a fake.
 
@@ -181,6 +201,10 @@ class FakeGemini:
                 signed call). Fakes with the same key, even in another process, accept each
                 other's signatures (e.g. a resumed conversation); the default is one fixed
                 key shared by every ``FakeGemini``.
+            extra_models: Model names to serve beside the ones Gemini serves (the priced
+                models and a few more, ``agent._known_models.known_models()``). Any other
+                name gets Gemini's ``404 NOT_FOUND``, as a misspelt or retired model does
+                (with ``strict=True``).
 
         Raises:
             TypeError: ``script`` is a single reply rather than a sequence, or holds a value
@@ -198,6 +222,10 @@ class FakeGemini:
         self.api_key = api_key
         self.chunk_delay = chunk_delay
         self.sign_text = sign_text
+        self.models: frozenset[str] = known_models() | {
+            name.removeprefix("models/") for name in extra_models
+        }
+        """The model names this fake serves (any other gets ``404 NOT_FOUND``)."""
         self.requests: list[RecordedRequest] = []
         """Every model request received, in order (Files API requests are in ``files``)."""
         self.files = FileStore()
@@ -390,6 +418,8 @@ class FakeGemini:
         key_problem = self._check_key(headers, query)
         if key_problem is not None:
             return key_problem
+        if self.strict and record.model not in self.models:
+            return _unknown_model(record)
         try:
             record.body = normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:

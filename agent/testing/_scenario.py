@@ -105,12 +105,17 @@ class Scenario:
         """Return a fresh `FakeGemini` playing this scenario.
 
         Args:
-            **kwargs: Passed on to `FakeGemini`; ``strict`` defaults to the scenario's.
+            **kwargs: Passed on to `FakeGemini`; ``strict`` defaults to the scenario's,
+                and the scenario's ``model`` (when it names one) is served beside the
+                known models.
 
         Returns:
             A new fake, its script the scenario's turns.
         """
         kwargs.setdefault("strict", self.strict)
+        model = self.extra.get("model")
+        if isinstance(model, str) and model:
+            kwargs["extra_models"] = [*kwargs.get("extra_models", ()), model]
         return FakeGemini(list(self.turns), **kwargs)
 
 

@@ -275,11 +275,27 @@ def _check_server_parts(contents: list[Any], book: SignatureBook) -> None:
 
 
 def _same_part(echoed: dict[str, Any], sent: dict[str, Any]) -> bool:
-    def plain(part: dict[str, Any]) -> tuple[Any, Any]:
-        rest = {k: v for k, v in part.items() if k != "thoughtSignature"}
-        return rest, decode_signature(part.get("thoughtSignature"))
+    """Tell whether ``echoed`` carries everything of ``sent``, the signature byte for byte.
 
-    return plain(echoed) == plain(sent)
+    Fields the fake did not send are let through: the API accepts server-side tool parts
+    echoed with more fields than it gave (recorded: file search on Gemini 3).
+    """
+    signature = decode_signature(echoed.get("thoughtSignature"))
+    if signature != decode_signature(sent.get("thoughtSignature")):
+        return False
+    return all(
+        key in echoed and _holds(echoed[key], value)
+        for key, value in sent.items()
+        if key != "thoughtSignature"
+    )
+
+
+def _holds(echoed: Any, sent: Any) -> bool:
+    if isinstance(sent, dict):
+        return isinstance(echoed, dict) and all(
+            key in echoed and _holds(echoed[key], value) for key, value in sent.items()
+        )
+    return bool(echoed == sent)
 
 
 def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None:
@@ -298,7 +314,7 @@ def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None
     if body.get("systemInstruction") is not None:
         _check_content(body["systemInstruction"], "system_instruction", system=True)
     _check_tools(body.get("tools"))
-    _check_tool_config(body.get("toolConfig"))
+    _check_tool_config(body.get("toolConfig"), body.get("tools"))
     _check_generation_config(body.get("generationConfig"))
     _check_pairing(contents, split_ok=lenient)
     if book is not None:
@@ -458,7 +474,14 @@ def _check_schema(schema: Any, where: str) -> None:
         _check_schema(sub, f"{where}.defs[{def_name}].value")
 
 
-def _check_tool_config(config: Any) -> None:
+def _has_functions(tools: Any) -> bool:
+    tools = [tools] if isinstance(tools, dict) else tools
+    return isinstance(tools, list) and any(
+        isinstance(tool, dict) and tool.get("functionDeclarations") for tool in tools
+    )
+
+
+def _check_tool_config(config: Any, tools: Any) -> None:
     calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
     mode = calling.get("mode") if isinstance(calling, dict) else None
     if mode is not None and mode not in _CALLING_MODES:
@@ -467,6 +490,9 @@ def _check_tool_config(config: Any) -> None:
             f"google.ai.generativelanguage.FunctionCallingConfig.Mode), {mode!r}: expected one "
             "of AUTO, ANY, NONE, VALIDATED."
         )
+    # Even beside built-in tools such as googleSearch, which it does not steer.
+    if isinstance(calling, dict) and calling and not _has_functions(tools):
+        raise _Invalid("Function calling config is set without function_declarations.")
 
 
 def _check_generation_config(config: Any) -> None:
@@ -489,44 +515,54 @@ def _responses(content: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _check_pairing(contents: list[dict[str, Any]], *, split_ok: bool = False) -> None:
-    if split_ok:
-        contents = _joined_responses(contents)
-    for index, content in enumerate(contents):
+    # Answers split over consecutive user contents are read as one: always in the turns
+    # before the current one (recorded histories that mix providers), and in the current
+    # turn too on the lenient (2.x) family.
+    before = len(contents) if split_ok else _current_turn_start(contents)
+    joined, where = _joined_responses(contents, before)
+    for index, content in enumerate(joined):
         responses = _responses(content)
         if not responses:
             continue
-        following = contents[index + 1] if index + 1 < len(contents) else None
+        following = joined[index + 1] if index + 1 < len(joined) else None
         if following is not None and following.get("role") != "model" and _responses(following):
             raise _Invalid(
-                f"Function responses are split over several contents (contents[{index}] and "
-                f"contents[{index + 1}]): all functionResponse parts answering one function-call "
-                "turn must be sent together, in one user content."
+                f"Function responses are split over several contents (contents[{where[index]}] "
+                f"and contents[{where[index + 1]}]): all functionResponse parts answering one "
+                "function-call turn must be sent together, in one user content."
             )
-        previous = contents[index - 1] if index else None
+        previous = joined[index - 1] if index else None
         calls = _calls(previous) if previous is not None else []
         if not calls:
             raise _Invalid(
                 f"Please ensure that function response turn comes immediately after a function "
-                f"call turn. (contents[{index}] holds functionResponse parts but contents"
-                f"[{index - 1}] has no functionCall parts.)"
+                f"call turn. (contents[{where[index]}] holds functionResponse parts but contents"
+                f"[{where[index] - 1}] has no functionCall parts.)"
             )
-        _match_responses(calls, responses, index)
-    for index, content in enumerate(contents):
-        if _calls(content) and (index + 1 >= len(contents) or not _responses(contents[index + 1])):
+        _match_responses(calls, responses, where[index - 1], where[index])
+    for index, content in enumerate(joined):
+        if _calls(content) and (index + 1 >= len(joined) or not _responses(joined[index + 1])):
             raise _Invalid(
                 f"Please ensure that function response turn comes immediately after a function "
-                f"call turn. (contents[{index}] holds function calls that contents[{index + 1}] "
-                "does not answer.)"
+                f"call turn. (contents[{where[index]}] holds function calls that contents"
+                f"[{where[index] + 1}] does not answer.)"
             )
 
 
-def _joined_responses(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Join consecutive user contents of function responses into one (the 2.x API does)."""
+def _joined_responses(
+    contents: list[dict[str, Any]], before: int
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Join consecutive user contents of function responses into one, up to ``before``.
+
+    Returns the contents and, for each, the index of its first content in ``contents``.
+    """
     joined: list[dict[str, Any]] = []
-    for content in contents:
+    where: list[int] = []
+    for index, content in enumerate(contents):
         previous = joined[-1] if joined else None
         if (
             previous is not None
+            and index < before
             and content.get("role", "user") == "user"
             and previous.get("role", "user") == "user"
             and _responses(previous)
@@ -535,16 +571,17 @@ def _joined_responses(contents: list[dict[str, Any]]) -> list[dict[str, Any]]:
             joined[-1] = {**previous, "parts": [*previous["parts"], *content["parts"]]}
         else:
             joined.append(content)
-    return joined
+            where.append(index)
+    return joined, where
 
 
 def _match_responses(
-    calls: list[Mapping[str, Any]], responses: list[Mapping[str, Any]], index: int
+    calls: list[Mapping[str, Any]], responses: list[Mapping[str, Any]], turn: int, index: int
 ) -> None:
     if len(calls) != len(responses):
         raise _Invalid(
             "Please ensure that the number of function response parts is equal to the number of "
-            f"function call parts of the function call turn. (contents[{index - 1}] has "
+            f"function call parts of the function call turn. (contents[{turn}] has "
             f"{len(calls)} function calls, contents[{index}] has {len(responses)} responses.)"
         )
     call_keys = [(c.get("id"), c.get("name")) for c in calls]
@@ -564,7 +601,7 @@ def _match_responses(
             )
         raise _Invalid(
             f"Function response at contents[{index}].parts[{position}] ({_describe(response)}) "
-            f"does not match function call {_describe(call)} of contents[{index - 1}]: the id and "
+            f"does not match function call {_describe(call)} of contents[{turn}]: the id and "
             "name must echo the call's."
         )
 

@@ -10,9 +10,12 @@ from typing import Any
 import httpx
 import pytest
 from google.genai import errors as genai_errors
+from google.genai import types
 
+from agent import Agent, ClientSettings, ModelError
 from agent._api_errors import translate
 from agent._retry import ErrorInfo
+from agent.testing import FakeGemini
 
 KEY = "AIzaTEST-secret-key-0123456789"
 
@@ -82,3 +85,41 @@ def test_the_key_is_scrubbed_from_message_and_status():
     info = translate(api_error(400, f"BAD {KEY}", f"API key {KEY} not valid"), KEY)
     assert info is not None
     assert (info.message, info.status) == ("API key *** not valid", "BAD ***")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize(
+    ("model", "builtin", "field", "detail"),
+    [
+        ("", [], "field model (", "model is required"),
+        (
+            "gemini-2.5-flash",
+            [types.Tool(google_search=types.GoogleSearch(exclude_domains=["a.example"]))],
+            "field config.tools.google_search (",
+            "exclude_domains parameter is only supported",
+        ),
+    ],
+)
+async def test_a_request_the_sdk_refuses_before_sending_names_the_field(
+    streaming: bool, model: str, builtin: list[Any], field: str, detail: str
+) -> None:
+    # A Vertex-only option on the Developer API, or an empty model name: nothing is sent,
+    # and the error is about the request, not "the model's reply could not be read".
+    fake = FakeGemini(["never sent"])
+    agent = Agent(
+        model,
+        builtin_tools=builtin,
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
+    )
+    with pytest.raises(ModelError) as failure:
+        if streaming:
+            async for _ in agent.stream("hi"):
+                pass
+        else:
+            await agent.run("hi")
+    error = failure.value
+    assert (error.code, error.status, error.attempts) == (None, "INVALID_REQUEST", 1)
+    assert error.message.startswith("the request was not sent: the SDK refused its "), error
+    assert field in error.message and detail in error.message
+    assert "reply" not in error.message
+    assert fake.requests == []

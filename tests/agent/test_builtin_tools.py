@@ -172,3 +172,20 @@ async def test_code_execution_turn_is_kept_and_shown_by_the_cli_printer() -> Non
 def test_unknown_built_in_tool_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="unknown built-in tool 'web_search'"):
         Agent(builtin_tools=["web_search"], client=ClientSettings(api_key="k"))
+
+
+def test_built_ins_beside_functions_are_checked_by_model_generation() -> None:
+    from agent._builtin_tools import check_tool_mix
+
+    for model in ("gemini-2.5-flash", "gemini-2.0-flash", "gemini-1.5-pro"):
+        with pytest.raises(ConfigurationError, match="Tool use with function calling") as info:
+            check_tool_mix(model, ["google_search"], ["read", "write"])
+        assert "Gemini 3" in str(info.value) and "--no-builtins" in str(info.value)
+    with pytest.raises(ConfigurationError, match=r"\(code_execution\)"):
+        check_tool_mix(
+            "gemini-2.5-pro", [types.Tool(code_execution=types.ToolCodeExecution())], ["f"]
+        )
+    check_tool_mix("gemini-3-flash-preview", ["google_search"], ["read"])
+    check_tool_mix("gemini-2.5-flash", ["google_search"], [])
+    check_tool_mix("gemini-2.5-flash", [], ["read"])
+    check_tool_mix("my-tuned-model", ["google_search"], ["read"])

@@ -93,3 +93,37 @@ async def test_thought_summaries_stream_as_thought_events() -> None:
     assert kinds.index(TextEvent) > kinds.index(ThoughtEvent)
     assert isinstance(events[-1], DoneEvent) and events[-1].result.text == "Paris."
     assert fake.requests[0].body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"tool_choice": "none"},
+        {"tool_choice": "auto"},
+        {"config": {"tool_config": {"function_calling_config": {"mode": "AUTO"}}}},
+    ],
+)
+async def test_tool_choice_is_not_sent_without_function_tools(settings: dict[str, Any]) -> None:
+    # Gemini refuses a functionCallingConfig beside built-in tools alone (400 "Function
+    # calling config is set without function_declarations"), and so does the fake.
+    fake = FakeGemini(["Found it."])
+    async with Agent(
+        "gemini-2.5-flash",
+        api_key="k",
+        http_client=fake.http_client(),
+        builtin_tools=["google_search"],
+        **settings,
+    ) as agent:
+        result = await agent.run("Search the news")
+    assert result.text == "Found it."
+    assert fake.requests[0].body["tools"] == [{"googleSearch": {}}]
+    assert "toolConfig" not in fake.requests[0].body
+
+
+def test_tool_choice_any_without_function_tools_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="the agent has none"):
+        Agent(
+            builtin_tools=["google_search"],
+            settings=ModelSettings(tool_choice="any"),
+            client=ClientSettings(api_key="k"),
+        )

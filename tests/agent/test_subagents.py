@@ -82,7 +82,7 @@ def agents_dir(tmp_path: Path) -> Path:
 
 
 async def test_two_markdown_subagents_in_parallel(agents_dir: Path) -> None:
-    fake = FakeGemini(play)
+    fake = FakeGemini(play, extra_models=["gemini-writer"])
     http = fake.http_client()
     main_tools = tn.toolkit([lookup])
     helpers = load_agents(
@@ -268,6 +268,21 @@ def test_tools_and_fields_the_agent_cannot_have_are_left_out_with_a_note(tmp_pat
     (tmp_path / "a.md").write_text("---\nname: a\ncolour: red\n---\nhi", encoding="utf-8")
     with pytest.warns(AgentFileWarning, match="unknown fields were ignored: colour"):
         load_agents(tmp_path, client=ClientSettings(api_key="t"))
+
+
+def test_hostile_agent_files_are_one_line_configuration_errors(tmp_path: Path) -> None:
+    anchors = ['  - &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    anchors += [f"  - &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    hostile = {
+        "tools": "tools:\n" + "\n".join(anchors),  # 9**9 values behind a few lines
+        "description": "description:\n" + "\n".join(anchors),
+        "deep": "extra: " + "[" * 20_000 + "]" * 20_000,
+    }
+    for field, yaml_text in hostile.items():
+        (tmp_path / "a.md").write_text(f"---\nname: a\n{yaml_text}\n---\nhi", encoding="utf-8")
+        with pytest.raises(ConfigurationError) as info:
+            load_agents(tmp_path, client=ClientSettings(api_key="t"))
+        assert len(str(info.value).splitlines()) == 1, field
 
 
 WRITER_WITH_TOOLS = """\

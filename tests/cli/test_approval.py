@@ -183,3 +183,26 @@ def test_batch_refuses_what_would_ask_unless_the_task_allows_it(cli: Cli, workdi
         r.function_responses[0]["response"]["output"] for r in fake.requests if r.function_responses
     ]
     assert any("allow: [write]" in text for text in refusal)
+
+
+def test_a_reply_that_is_not_y_n_or_e_is_asked_again(cli: Cli, workdir: Path) -> None:
+    # Enter or `ok` used to refuse the call silently; now the question comes again.
+    fake = FakeGemini([WRITE, "Written."])
+    answers = ("--answer", "", "--answer", "ok", "--answer", "y")
+    with fake.serve() as server:
+        code, _out, err = cli("run", *BUILTINS, *answers, "Write notes", server=server)
+    assert code == 0, err
+    assert err.count("? Allow write") == 3
+    assert "'ok' is not an answer: type y to approve, n (and a reason) to refuse" in err
+    assert (workdir / "notes.txt").read_text() == "hello"
+    assert not fake.requests[1].function_responses[0]["response"]["isError"]
+
+
+def test_no_y_n_or_e_answer_refuses(cli: Cli, workdir: Path) -> None:
+    fake = FakeGemini([WRITE, "Not written."])
+    with fake.serve() as server:
+        code, _out, err = cli("run", *BUILTINS, "--answer", "ok", "Write notes", server=server)
+    assert code == 0, err
+    assert not (workdir / "notes.txt").exists()
+    sent = fake.requests[1].function_responses[0]["response"]
+    assert sent["isError"] and "no answer was given" in sent["output"]

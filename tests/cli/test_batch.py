@@ -145,7 +145,7 @@ def test_failed_task_is_recorded_and_the_batch_goes_on(cli: Cli, workdir: Path) 
         ),
         "utf-8",
     )
-    fake = FakeGemini(_answer_by_prompt())
+    fake = FakeGemini(_answer_by_prompt(), extra_models=["gemini-other"])
     with fake.serve() as server:
         code, _, err = cli(
             *_batch("r.jsonl", "--system", "Default system.", "--concurrency", "1"), server=server

@@ -71,3 +71,28 @@ def test_run_shows_the_cost(cli: Cli) -> None:
     assert code == 0, err
     assert out == "Hi.\n"
     assert err == "cost: $0.300000 (gemini-2.5-flash prices of 2026-09-20)\n"
+
+
+@pytest.mark.parametrize("where", ["flag", "task"])
+def test_a_budget_with_a_model_the_price_table_lacks_is_refused_before_any_task(
+    cli: Cli, workdir: Path, where: str
+) -> None:
+    # A typo such as gemini-2.5-flsh would cost "$0.000000" and never stop the batch.
+    tasks: list[dict[str, Any]] = [{"id": "a", "prompt": "one"}, {"id": "b", "prompt": "two"}]
+    flags: tuple[str, ...] = ("--model", "gemini-2.5-flsh")
+    if where == "task":
+        tasks[1]["model"], flags = "gemini-2.5-flsh", ()
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}), "utf-8")
+    fake = FakeGemini(_pricey)
+    args = ("batch", "tasks.yaml", "--out", "out.jsonl", "--no-builtins", *flags)
+    with fake.serve() as server:
+        code, out, err = cli(*args, "--budget-usd", "1", server=server)
+        assert (code, out) == (2, "")
+        assert len(err.splitlines()) == 1, err
+        assert "--budget-usd needs a price for 'gemini-2.5-flsh'" in err
+        assert fake.requests == []
+        assert (workdir / "out.jsonl").read_text(encoding="utf-8") == ""
+        code, _, err = cli(*args, server=server)  # without a budget it runs, into Gemini's 404
+    assert code == 1, err
+    failed = [r for r in _records(workdir / "out.jsonl") if r["status"] == "failed"]
+    assert "404 NOT_FOUND: models/gemini-2.5-flsh is not found" in failed[0]["error"]

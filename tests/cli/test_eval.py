@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
+import yaml
 
 from tests.cli.conftest import Cli
 
@@ -44,10 +48,9 @@ cases:
           - {name: get_weather, args: {city: Oslo}}
       - text: Both sunny.
     expect:
-      tools:
-        any_order:
-          - {name: get_weather, args: {city: Oslo}}
-          - {name: get_weather, args: {city: Lima}}
+      tools:  # a list: exact, and the parallel calls of one turn in any order
+        - {name: get_weather, args: {city: Oslo}}
+        - {name: get_weather, args: {city: Lima}}
   - id: files
     prompt: What is the secret in notes.txt?
     files: {notes.txt: "the secret is 7"}
@@ -118,6 +121,19 @@ def test_six_cases_three_samples_pass_rates_reports_and_exit_code(cli: Cli, work
         case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None
     }
     assert failed == {"wrong-city", "blocked"}
+    scores = {case["id"]: case["score"] for case in report["cases"] if "score" in case}
+    assert scores == {
+        "weather": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+        "exact": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+        "both": {"precision": 1.0, "recall": 1.0, "f1": 1.0},
+    }
+    properties = {
+        (case.get("name"), prop.get("name")): prop.get("value")
+        for case in suite.iter("testcase")
+        for prop in case.iter("property")
+    }
+    assert properties[("both", "tools_f1")] == "1.0"
+    assert ("files", "tools_f1") not in properties
 
     runs = [json.loads(line) for line in (workdir / "runs.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in runs) == sorted(
@@ -128,6 +144,14 @@ def test_six_cases_three_samples_pass_rates_reports_and_exit_code(cli: Cli, work
     weather = next(r for r in runs if r["id"] == "weather#1")
     assert [c["name"] for c in weather["checks"]][-1] == "rubric"
     assert weather["tool_calls"] == [{"name": "get_weather", "args": {"city": "Paris"}}]
+    assert weather["score"] == {
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
+        "matched": 1,
+        "expected": 1,
+        "made": 1,
+    }
 
     # Run again: every sample is recorded, nothing runs, the verdict is the same; and a
     # lower --min-pass passes.
@@ -161,6 +185,28 @@ def test_usage_errors(cli: Cli, workdir: Path) -> None:
     (workdir / "noscenario.yaml").write_text("cases: [{id: a, prompt: hi}]")
     code, _, err = cli("eval", "noscenario.yaml", "--out", "r.jsonl", "--offline")
     assert code == 2 and "needs a `scenario` in case(s) a" in err
+
+
+@pytest.mark.parametrize("name", ["../escaped.txt", "../../escaped.txt", "ABSOLUTE", "~/x.txt"])
+def test_case_files_outside_the_workspace_are_refused_before_anything_is_written(
+    cli: Cli, workdir: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    samples = workdir / "samples"
+    samples.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(samples))  # where sample workspaces go
+    target = str(workdir / "escaped.txt") if name == "ABSOLUTE" else name
+    cases = [
+        {"id": "fine", "prompt": "hi", "files": {"ok.txt": "x"}, "scenario": ["hello"]},
+        {"id": "escape", "prompt": "hi", "files": {target: "pwned"}, "scenario": ["hello"]},
+    ]
+    (workdir / "evals.yaml").write_text(yaml.safe_dump({"cases": cases}), encoding="utf-8")
+    code, out, err = cli("eval", "evals.yaml", "--out", "runs.jsonl", "--offline")
+    assert (code, out) == (2, ""), err
+    assert len(err.splitlines()) == 1, err
+    assert "case 2 (escape): files:" in err and "workspace" in err
+    assert not (workdir / "escaped.txt").exists()
+    assert list(samples.iterdir()) == []
+    assert not (workdir / "runs.jsonl").exists()
 
 
 DEPS = '''\
@@ -235,3 +281,89 @@ cases:
     assert 'output was {\\"city\\": \\"Rome\\", \\"temp\\": 30}' in text
     code, _, err = cli("eval", "typed.yaml", "--out", "runs2.jsonl", "--offline", "--no-builtins")
     assert code == 1 and "0/3 samples passed" in err  # without the schema there is no output
+
+
+def _bomb(levels: int) -> str:
+    """YAML anchors that each repeat the one before nine times (9**levels values)."""
+    lines = ['      - &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels):
+        lines.append(f"      - &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]")
+    return "\n".join(lines)
+
+
+def test_hostile_eval_files_get_one_line_errors(cli: Cli, workdir: Path) -> None:
+    files = {
+        # 9**7 (4.8 million) values that str() would spell out in the text_contains check
+        "bomb.yaml": "cases:\n  - id: boom\n    prompt: hi\n    scenario: [hello]\n"
+        "    expect:\n      text_contains:\n" + _bomb(7) + "\n",
+        "deep.yaml": "cases: " + "[" * 20_000 + "]" * 20_000 + "\n",
+        "ctrl.yaml": 'cases:\n  - id: "a\\x1b[31mb"\n    prompt: hi\n    scenario: [hello]\n',
+    }
+    expected = {
+        "bomb.yaml": "expands to more than 1,000,000 values",
+        "deep.yaml": "nested too deeply",
+        "ctrl.yaml": "case 1: `id` 'a\\x1b[31mb' holds a control character",
+    }
+    for name, text in files.items():
+        (workdir / name).write_text(text, encoding="utf-8")
+        code, out, err = cli(
+            "eval", name, "--out", "r.jsonl", "--offline", "--no-builtins", "--junit", "j.xml"
+        )
+        assert (code, out) == (2, ""), (name, err)
+        assert len(err.splitlines()) == 1 and expected[name] in err, (name, err)
+        assert "\x1b" not in err
+    assert not (workdir / "r.jsonl").exists()
+
+
+def test_a_failing_judge_or_deps_fails_the_sample_and_junit_stays_valid(
+    cli: Cli, workdir: Path
+) -> None:
+    (workdir / "raising.py").write_text(
+        "def for_case(case):\n    raise ValueError('no data for ' + case.id)\n", encoding="utf-8"
+    )
+    (workdir / "judged.yaml").write_text(
+        """
+judge:
+  scenario: [{error: {code: 400, message: judge is broken}}]
+cases:
+  - id: judged
+    prompt: hi
+    scenario: [hello]
+    expect: {rubric: It greets.}
+""",
+        encoding="utf-8",
+    )
+    (workdir / "rude.yaml").write_text(
+        """
+judge:
+  scenario: ["FAIL \\u001b[31mno greeting\\u0007"]
+cases:
+  - id: rude
+    prompt: hi
+    scenario: [hello]
+    expect: {rubric: It greets.}
+""",
+        encoding="utf-8",
+    )
+    flags = ("--offline", "--no-builtins", "--junit", "j.xml", "--json", "r.json")
+    code, _, err = cli("eval", "judged.yaml", "--out", "a.jsonl", *flags)
+    assert code == 1, err
+    [sample] = json.loads((workdir / "r.json").read_text("utf-8"))["cases"][0]["failures"]
+    assert sample["failed"][0]["name"] == "rubric"
+    assert sample["failed"][0]["detail"].startswith("the judge failed: Gemini call failed")
+    assert "judge is broken" in sample["failed"][0]["detail"]
+
+    code, _, err = cli(
+        "eval", "judged.yaml", "--out", "b.jsonl", *flags, "--deps", "raising:for_case"
+    )
+    sys.modules.pop("raising", None)
+    assert code == 1, err
+    [record] = [json.loads(line) for line in (workdir / "b.jsonl").read_text().splitlines()]
+    assert record["passed"] is False and record["status"] == "failed"
+    assert record["error"] == "--deps failed for case judged: ValueError: no data for judged"
+
+    code, _, err = cli("eval", "rude.yaml", "--out", "c.jsonl", *flags)
+    assert code == 1, err
+    failure = ET.parse(workdir / "j.xml").getroot().find("testsuite/testcase/failure")
+    assert failure is not None and failure.text is not None
+    assert "FAIL \\x1b[31mno greeting\\x07" in failure.text

@@ -45,7 +45,10 @@ def test_run_json_matches_the_script(cli: Cli) -> None:
 
 
 def test_run_streams_the_answer_to_stdout_and_activity_to_stderr(cli: Cli) -> None:
-    fake = FakeGemini([function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."])
+    fake = FakeGemini(
+        [function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."],
+        extra_models=["gemini-test"],
+    )
     with fake.serve() as server:
         code, out, err = cli("run", *TOOLS, "--model", "gemini-test", "Oslo?", server=server)
     assert code == 0, err
@@ -117,6 +120,7 @@ def test_blocked_and_failed_runs_have_their_exit_codes(cli: Cli) -> None:
     assert failed_code == 1, failed_err
     result = json.loads(failed_out)
     assert "400" in result["error"] and "bad request" in result["error"]
+    assert result["status"] == "failed"  # as batch records it, not the partial "incomplete"
 
 
 def test_session_with_a_store_remembers_the_previous_run(cli: Cli, workdir: Path) -> None:
@@ -547,3 +551,22 @@ def test_store_without_session_is_refused_as_session_without_store_is(cli: Cli) 
         "nothing would be stored\n"
     )
     assert fake.requests == []
+
+
+def test_builtin_tool_beside_function_tools_on_gemini_2_is_refused_before_sending(
+    cli: Cli,
+) -> None:
+    # The docs' own `run --builtin-tool google_search` on the default model (2.5): Gemini
+    # answers every such request 400 "Tool use with function calling is unsupported".
+    fake = FakeGemini(["never sent"])
+    with fake.serve() as server:
+        code, out, err = cli("run", "--builtin-tool", "google_search", "News?", server=server)
+        assert (code, out) == (2, "")
+        assert len(err.splitlines()) == 1, err
+        assert "--no-builtins" in err and "Gemini 3" in err and "google_search" in err
+        assert fake.requests == []
+        code, _, err = cli(
+            "run", "--no-builtins", "--builtin-tool", "google_search", "News?", server=server
+        )
+    assert code == 0, err
+    assert fake.requests[0].body["tools"] == [{"googleSearch": {}}]

@@ -28,7 +28,7 @@ from agent.testing import (
 )
 from tests.agent.testing.sdk import candidate, content, parts, usage
 
-MODEL = "gemini-3-pro-preview"
+MODEL = "gemini-3.1-pro-preview"
 NO_AFC = types.AutomaticFunctionCallingConfig(disable=True)
 
 

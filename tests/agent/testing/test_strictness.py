@@ -11,7 +11,9 @@ import pytest
 
 from agent.testing import FakeGemini, function_call, reply
 
-URL = "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-flash:generateContent"
+URL = (
+    "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-flash-preview:generateContent"
+)
 KEY = {"x-goog-api-key": "k"}
 USER = {"role": "user", "parts": [{"text": "Weather in Paris and the time?"}]}
 TOOLS = [
@@ -562,8 +564,8 @@ def test_a_new_fake_refuses_corrupted_moved_or_foreign_signatures() -> None:
 
 # ------------------------------------------------------------------ per model family
 
-URL_2_0 = URL.replace("gemini-3-flash", "gemini-2.0-flash")
-URL_2_5 = URL.replace("gemini-3-flash", "gemini-2.5-flash")
+URL_2_0 = URL.replace("gemini-3-flash-preview", "gemini-2.0-flash")
+URL_2_5 = URL.replace("gemini-3-flash-preview", "gemini-2.5-flash")
 
 
 @pytest.mark.parametrize("url", [URL, URL_2_5])
@@ -619,3 +621,101 @@ def test_tools_as_one_object_and_a_video_metadata_part_are_accepted() -> None:
     clip = {"fileData": {"mimeType": "video/mp4", "fileUri": "https://example.com/v.mp4"}}
     user = {"role": "user", "parts": [clip, video, {"text": "What happens?"}]}
     expect_ok(s.post({"contents": [user]}))
+
+
+def test_function_calling_config_needs_function_declarations() -> None:
+    s = Session("ok")
+    calling = {"functionCallingConfig": {"mode": "NONE"}}
+    search_only = {"contents": [USER], "tools": [{"googleSearch": {}}], "toolConfig": calling}
+    expect_400(s.post(search_only), "Function calling config is set without function_declarations")
+    expect_400(s.post({"contents": [USER], "toolConfig": calling}), "without function_declarations")
+    expect_ok(s.post({"contents": [USER], "tools": TOOLS, "toolConfig": calling}))
+
+
+def test_a_server_tool_part_echoed_with_more_fields_passes_and_a_changed_one_does_not() -> None:
+    from agent.testing import server_tool_call
+
+    search = server_tool_call("FILE_SEARCH", {"query": "refund policy"}, {"chunks": 2})
+    s = Session(reply(*search, function_call("get_time")), "Noon.", "Spare.")
+    model = s.model_turn()
+    echoed = copy.deepcopy(model)
+    echoed["parts"][0]["toolCall"]["args"]["fileSearchStoreNames"] = ["fileSearchStores/a"]
+    echoed["parts"][0]["toolCall"]["extra"] = {"rank": 1}
+    echoed["parts"][1]["toolResponse"]["response"]["store"] = "fileSearchStores/a"
+    expect_ok(s.post({"contents": [USER, echoed, results(model)]}))
+    changed = copy.deepcopy(model)
+    changed["parts"][0]["toolCall"]["args"]["query"] = "something else"
+    expect_400(s.post({"contents": [USER, changed, results(model)]}), "exactly as received")
+    dropped = copy.deepcopy(model)
+    del dropped["parts"][1]["toolResponse"]["response"]
+    expect_400(s.post({"contents": [USER, dropped, results(model)]}), "exactly as received")
+
+
+def test_answers_split_in_an_earlier_turn_pass_on_gemini_3_and_not_in_the_current_one() -> None:
+    # A history that mixes providers answers each call in its own user content; the API
+    # accepts that in earlier turns. The turn being answered now must send them together.
+    s = Session()
+    model = s.model_turn()
+    answer = results(model)
+    one = {"role": "user", "parts": answer["parts"][:1]}
+    two = {"role": "user", "parts": answer["parts"][1:]}
+    done = {"role": "model", "parts": [{"text": "Sunny, noon."}]}
+    again = {"role": "user", "parts": [{"text": "Thanks. And tomorrow?"}]}
+    expect_ok(s.post({"contents": [USER, model, one, two, done, again]}))
+    expect_400(s.post({"contents": [USER, model, one, two]}), "split over several contents")
+    short = {"role": "user", "parts": answer["parts"][:1]}
+    expect_400(
+        s.post({"contents": [USER, model, short, done, again]}),
+        "contents[1] has 2 function calls, contents[2] has 1 responses",
+    )
+
+
+# ------------------------------------------------------------------ model names
+
+
+@pytest.mark.parametrize("method", ["generateContent", "streamGenerateContent?alt=sse"])
+def test_an_unknown_model_gets_geminis_404(method: str) -> None:
+    s = Session("ok", "ok")
+    base = "https://generativelanguage.googleapis.com/v1beta/models"
+    response = s.post({"contents": [USER]}, f"{base}/gemini-2.5-flsh:{method}")
+    assert response.status_code == 404, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["status"]) == (404, "NOT_FOUND")
+    assert error["message"] == (
+        f"models/gemini-2.5-flsh is not found for API version v1beta, or is not supported for "
+        f"{method.split('?')[0]}. Call ListModels to see the list of available models and their "
+        "supported methods."
+    )
+    retired = s.post({"contents": [USER]}, f"{base}/gemini-3-pro-preview:generateContent")
+    assert retired.status_code == 404
+    assert retired.json()["error"]["message"] == (
+        "This model models/gemini-3-pro-preview is no longer available. Please update your "
+        "code to use models/gemini-3.1-pro-preview."
+    )
+    assert s.fake.remaining == 2  # refused requests use no scripted reply
+    expect_ok(s.post({"contents": [USER]}, f"{base}/gemini-2.5-flash-lite:{method}"))
+
+
+def test_a_test_adds_model_names_and_a_scenario_serves_its_model() -> None:
+    from agent.testing import read_scenario
+
+    base = "https://generativelanguage.googleapis.com/v1beta/models"
+    fake = FakeGemini(["ok"], extra_models=["my-tuned-model"])
+    assert "my-tuned-model" in fake.models and "gemini-2.5-flash" in fake.models
+    with httpx.Client(transport=fake.transport()) as http:
+        ok = http.post(
+            f"{base}/my-tuned-model:generateContent", json={"contents": [USER]}, headers=KEY
+        )
+    expect_ok(ok)
+    scenario = read_scenario({"model": "gemini-house", "turns": ["hi"]})
+    assert "gemini-house" in scenario.fake().models
+
+
+def test_known_model_names_come_from_the_price_table() -> None:
+    from agent._cost import price_table
+    from agent._known_models import known_model, known_models
+
+    priced = set(price_table().models) - {"gemini-3-pro-preview"}
+    assert priced <= known_models()
+    assert known_model("gemini-2.5-flash") and known_model("models/gemini-3.1-pro-preview")
+    assert not known_model("gemini-2.5-flsh") and not known_model("gemini-3-pro-preview")

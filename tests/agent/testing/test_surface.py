@@ -142,7 +142,9 @@ def test_split_stream_keeps_calls_whole_and_usage_cumulative() -> None:
 
 async def test_sign_text_signs_the_last_text_part() -> None:
     fake = FakeGemini(
-        ["A short answer in several words.", "Streamed answer in several words."], sign_text=True
+        ["A short answer in several words.", "Streamed answer in several words."],
+        sign_text=True,
+        extra_models=["m"],
     )
     client = fake.client()
     unary = await client.aio.models.generate_content(model="m", contents="x")
@@ -159,7 +161,7 @@ async def test_server_answers_concurrent_clients_in_order_of_arrival() -> None:
     def model(body: dict[str, Any]) -> str:
         return "echo " + str(body["contents"][0]["parts"][0]["text"])
 
-    fake = FakeGemini(model)
+    fake = FakeGemini(model, extra_models=["m"])
     with fake.serve() as server:
         client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=server.base_url))
         answers = await asyncio.gather(
@@ -172,7 +174,7 @@ async def test_server_answers_concurrent_clients_in_order_of_arrival() -> None:
 
 
 def test_server_stops_cleanly_with_a_keep_alive_connection_open() -> None:
-    fake = FakeGemini([reply(function_call("f"))])
+    fake = FakeGemini([reply(function_call("f"))], extra_models=["m"])
     with fake.serve() as server, httpx.Client(base_url=server.base_url) as http:
         response = http.post(
             "/v1beta/models/m:streamGenerateContent?alt=sse",
@@ -188,7 +190,7 @@ def test_server_stops_cleanly_with_a_keep_alive_connection_open() -> None:
 def test_server_is_quiet_when_a_client_goes_away_before_its_reply(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    fake = FakeGemini([delay(0.3, "late")])
+    fake = FakeGemini([delay(0.3, "late")], extra_models=["m"])
     body = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}'
     with fake.serve() as server:
         with socket.create_connection(("127.0.0.1", server.port)) as conn:
