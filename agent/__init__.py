@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from agent._compaction import Compaction
     from agent._cost import Cost
     from agent._declarations import DeclarationProblem
+    from agent._known_models import UnknownModelWarning
     from agent._limits import UsageLimits
     from agent._media import Prompt
     from agent._options import ModelSettings, RunLimits
@@ -91,6 +92,7 @@ _LAZY = {
     "RunPlan": "agent._plan",
     "scrub": "agent._redact",
     "Prompt": "agent._media",
+    "UnknownModelWarning": "agent._known_models",
     "Steps": "agent.steps",
 }
 
@@ -143,6 +145,7 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptVersionError",
+    "UnknownModelWarning",
     "Usage",
     "UsageLimits",
     "Veto",

@@ -155,10 +155,12 @@ _TRAILING_COMMENT = re.compile(r"[ \t]+#.*$")
 def loose_frontmatter(source: str) -> dict[str, Any] | None:
     """Read a frontmatter that is not valid YAML the way Claude Code does: line by line.
 
-    A line that starts with a known field name and a colon starts that field; every other
-    line continues the field before it (so a description may hold ``Context: ...`` or
-    ``user: "..."`` lines). A value written as a YAML list (``["Read", "Grep"]``) or in
-    quotes is read as YAML.
+    A line that starts with a known field name and a colon starts that field. Every other
+    line continues the description before it (so a description may hold ``Context: ...``
+    or ``user: "..."`` lines); after another field, only list items (``- Read``) continue
+    it, and a line of an unknown field is skipped, so no field but the description can
+    swallow the lines after it. A value written as a YAML list (``["Read", "Grep"]``) or
+    in quotes is read as YAML.
 
     Returns:
         The fields, or ``None`` when text comes before the first field.
@@ -170,11 +172,20 @@ def loose_frontmatter(source: str) -> dict[str, Any] | None:
         if match is not None and match.group(1) in _KNOWN:
             current = match.group(1)
             fields[current] = [match.group(2) or ""]
-        elif current is not None:
+        elif current is not None and _continues(current, line, match is not None):
             fields[current].append(line)
+        elif current is not None:
+            continue  # an unknown field after a one-line one: not part of it
         elif line.strip() and not line.lstrip().startswith("#"):
             return None
     return {key: _value(key, "\n".join(lines).strip()) for key, lines in fields.items()}
+
+
+def _continues(field: str, line: str, looks_like_a_field: bool) -> bool:
+    """Whether ``line`` continues ``field`` (the description takes every line)."""
+    if field == "description":
+        return True
+    return not looks_like_a_field and (not line.strip() or line.lstrip().startswith("-"))
 
 
 def _value(key: str, text: str) -> Any:

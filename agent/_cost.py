@@ -52,6 +52,17 @@ class Cost:
     prices_date: str | None = None
     """The date the price table's prices were read (``YYYY-MM-DD``)."""
 
+    @staticmethod
+    def priced(model: str) -> bool:
+        """Tell whether the price table can price ``model`` (exactly or by its prefix).
+
+        Example::
+
+            Cost.priced("gemini-2.5-flash")    # True
+            Cost.priced("gemini-2.5-flsh")     # False: a budget for it could not be kept
+        """
+        return price_table().lookup(model) is not None
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
         return {

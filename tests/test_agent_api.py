@@ -48,6 +48,7 @@ EXPECTED = [
     "Transcript",
     "TranscriptError",
     "TranscriptVersionError",
+    "UnknownModelWarning",
     "Usage",
     "UsageLimits",
     "Veto",

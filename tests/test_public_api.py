@@ -11,6 +11,7 @@ TOOLNEXUS_ALL = [
     "ArgumentError",
     "Attachment",
     "ConfigError",
+    "FrontmatterError",
     "GeminiSchemaWarning",
     "Limits",
     "McpConfigError",
@@ -25,6 +26,7 @@ TOOLNEXUS_ALL = [
     "ToolResult",
     "Toolkit",
     "ToolnexusError",
+    "as_tool",
     "build",
     "build_async",
     "define_tool",
@@ -33,8 +35,13 @@ TOOLNEXUS_ALL = [
     "http_tool",
     "list_skills",
     "mcp_status",
+    "parse_frontmatter",
+    "read_small_file",
     "sanitize",
+    "schema_problems",
+    "schema_validator",
     "skills_prompt",
+    "split_frontmatter",
     "to_anthropic",
     "to_gemini",
     "to_openai",
@@ -57,10 +64,17 @@ MODULES = {
         "sanitize",
         "toolkit",
     ],
-    "toolnexus.adapter": ["to_anthropic", "to_gemini", "to_openai"],
+    "toolnexus.adapter": [
+        "GEMINI_SCHEMA_KEYWORDS",
+        "json_schema_parameters",
+        "to_anthropic",
+        "to_gemini",
+        "to_openai",
+    ],
     "toolnexus.errors": [
         "ArgumentError",
         "ConfigError",
+        "FrontmatterError",
         "GeminiSchemaWarning",
         "McpConfigError",
         "ToolError",
@@ -88,7 +102,8 @@ def test_top_level_reexports_are_the_same_objects() -> None:
         if name in TOOLNEXUS_ALL:
             assert getattr(toolnexus, name) is getattr(toolnexus.tool, name)
     for name in MODULES["toolnexus.adapter"]:
-        assert getattr(toolnexus, name) is getattr(toolnexus.adapter, name)
+        if name in TOOLNEXUS_ALL:
+            assert getattr(toolnexus, name) is getattr(toolnexus.adapter, name)
     for name in MODULES["toolnexus.errors"]:
         assert getattr(toolnexus, name) is getattr(toolnexus.errors, name)
 

@@ -27,6 +27,7 @@ from toolnexus._attachment import Attachment
 from toolnexus.errors import (
     ArgumentError,
     ConfigError,
+    FrontmatterError,
     GeminiSchemaWarning,
     McpConfigError,
     ToolError,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from toolnexus._schema import schema_problems, schema_validator
     from toolnexus._skill_tool import skills_prompt
     from toolnexus._skills import (
-        FrontmatterError,
         Skill,
         SkillInventory,
         SkippedSkill,
@@ -81,7 +81,6 @@ _LAZY = {
     "SkillInventory": "toolnexus._skills",
     "SkippedSkill": "toolnexus._skills",
     "list_skills": "toolnexus._skills",
-    "FrontmatterError": "toolnexus._skills",
     "parse_frontmatter": "toolnexus._skills",
     "read_small_file": "toolnexus._skills",
     "split_frontmatter": "toolnexus._skills",

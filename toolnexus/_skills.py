@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from toolnexus.errors import FrontmatterError
+
 __all__ = [
     "Skill",
     "SkillInventory",
@@ -195,10 +197,6 @@ def _skill_files(
 
 
 # --- frontmatter ---------------------------------------------------------------------------
-
-
-class FrontmatterError(ValueError):
-    """A ``---`` frontmatter block cannot be read; the message says why."""
 
 
 _MalformedError = FrontmatterError

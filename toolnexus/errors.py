@@ -4,7 +4,8 @@ The tree::
 
     ToolnexusError                 root of everything toolnexus raises
     ├── ConfigError                a bad build() / source configuration (also a ValueError)
-    │   └── McpConfigError         an MCP configuration that cannot be read
+    │   ├── McpConfigError         an MCP configuration that cannot be read
+    │   └── FrontmatterError       a ``---`` frontmatter block that cannot be read
     ├── ToolError                  raise inside a tool to fail the call with this message
     │   └── ArgumentError          the arguments did not fit the tool's input schema
     └── GeminiSchemaWarning        (a warning) to_gemini dropped what `parameters` cannot say
@@ -30,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "ArgumentError",
     "ConfigError",
+    "FrontmatterError",
     "GeminiSchemaWarning",
     "McpConfigError",
     "ToolError",
@@ -99,3 +101,12 @@ def describe_failure(tool: str, error: BaseException) -> str:
     kind = type(error).__name__
     text = str(error)
     return f"Tool {tool!r} failed: {kind}: {text}" if text else f"Tool {tool!r} failed: {kind}"
+
+
+class FrontmatterError(ConfigError):
+    """A Markdown file's ``---`` frontmatter cannot be read (unclosed, or invalid YAML).
+
+    Raised by `toolnexus.split_frontmatter` and `toolnexus.parse_frontmatter`; the message
+    says what is wrong and, for YAML, on which line. Skill discovery reports such a file as
+    skipped instead of raising.
+    """

@@ -147,17 +147,22 @@ class EventPrinter:
             self._line(describe_result(event.call, event.result), _result_role(event.result))
         elif isinstance(event, RetryEvent):
             self._line(describe_retry(event), "retry")
-        elif isinstance(event, CodeExecutionEvent):
+        elif isinstance(event, CodeExecutionEvent | GroundingEvent):
+            self._show_server_tool(event)
+
+    def _show_server_tool(self, event: CodeExecutionEvent | GroundingEvent) -> None:
+        """Show what one of Gemini's own tools did: code it ran, or what it searched."""
+        if isinstance(event, CodeExecutionEvent):
             code = "\n".join("   " + line for line in event.run.code.rstrip().splitlines())
             outcome = event.run.outcome or "no result"
             output = event.run.output.rstrip() or "(no output)"
             self._line(f"(code execution) {event.run.language.lower()}:\n{code}")
             self._line(f"(code output, {outcome}) {output}")
-        elif isinstance(event, GroundingEvent):
-            for query in event.grounding.queries:
-                self._line(f"(searched) {query}")
-            for source in event.grounding.sources:
-                self._line(f"(source) {source.title} <{source.uri}>")
+            return
+        for query in event.grounding.queries:
+            self._line(f"(searched) {query}")
+        for source in event.grounding.sources:
+            self._line(f"(source) {source.title} <{source.uri}>")
 
     def _show_nested(self, nested: SubAgentEvent) -> None:
         """Show a sub-agent's tool activity and end, indented and marked with its name."""

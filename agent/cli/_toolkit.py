@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ from agent.cli._exits import CliError
 from agent.cli._options import reason
 
 if TYPE_CHECKING:
+    from agent.cli._model import AgentFactory
     from toolnexus import Tool, Toolkit
 
 __all__ = [
@@ -155,25 +156,20 @@ async def build_toolkit(args: argparse.Namespace, own: list[Tool]) -> Toolkit:
     return tn.Toolkit(keep, skills=skills, resources=toolkit.resources)
 
 
-def check_tool_mix_flags(models: Iterable[str], builtin: Sequence[str], toolkit: Toolkit) -> None:
-    """Refuse ``--builtin-tool`` beside function tools on a model that cannot take both.
+def check_tool_mix_flags(factory: AgentFactory, models: Iterable[str], toolkit: Toolkit) -> None:
+    """Refuse, before the first request, the agents the command could not run.
 
-    Called before the first request, so the run ends with a usage error instead of a 400
-    from Gemini on every request.
+    Builds the agent of each model the command will call (cheap: they share one client),
+    so what an agent refuses when it is made — ``--builtin-tool`` beside function tools on
+    a model older than Gemini 3 — is a usage error at once, not a failure per task.
 
     Args:
+        factory: Makes the command's agents.
         models: Every model the command will call.
-        builtin: The ``--builtin-tool`` names.
         toolkit: The function tools of the flags.
 
     Raises:
-        CliError: A model older than Gemini 3 would get both kinds.
+        CliError: An agent of one of the models cannot be made.
     """
-    from agent._builtin_tools import check_tool_mix
-    from agent.errors import ConfigurationError
-
     for model in dict.fromkeys(models):
-        try:
-            check_tool_mix(model, builtin, toolkit.names)
-        except ConfigurationError as exc:
-            raise CliError(f"toolnexus-agent: --builtin-tool: {exc}") from None
+        factory.make(toolkit, model=model)

@@ -496,16 +496,15 @@ def check_prices(tasks: Sequence[Task], default_model: str, budget: float | None
     """
     if budget is None:
         return
-    from agent._cost import price_table
+    from agent import Cost
 
-    table = price_table()
     for task in tasks:
         model = task.model or default_model
-        if table.lookup(model) is None:
+        if not Cost.priced(model):
             raise CliError(
                 f"batch: --budget-usd needs a price for {model!r} (task {task.id}), and the "
-                f"price table has none (it knows {', '.join(sorted(table.models))}); check "
-                "the model name, or run without --budget-usd"
+                "price table has none (docs/budgets.md lists the priced models); check the "
+                "model name, or run without --budget-usd"
             )
 
 
@@ -601,7 +600,7 @@ async def _batch(
     async with open_agents(args, own) as (factory, toolkit):
         models = [task.model or factory.model for task in todo]
         check_prices(todo, factory.model, budget.limit)
-        check_tool_mix_flags(models, factory.builtin_tools, toolkit)
+        check_tool_mix_flags(factory, models, toolkit)
         # Tasks with the same settings share one agent (an agent serves concurrent runs).
         agents: dict[tuple[Any, ...], Agent] = {}
 

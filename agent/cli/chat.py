@@ -39,7 +39,7 @@ from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags
 from agent.errors import ConfigurationError, RunError
 
 if TYPE_CHECKING:
-    from agent import Agent
+    from agent import Agent, RunResult
 
 __all__ = ["add_parser", "command"]
 
@@ -97,7 +97,7 @@ def command(args: argparse.Namespace) -> int:
         stack = contextlib.AsyncExitStack()
         try:
             factory, toolkit = runner.run(stack.enter_async_context(open_agents(args, own)))
-            check_tool_mix_flags([factory.model], factory.builtin_tools, toolkit)
+            check_tool_mix_flags(factory, [factory.model], toolkit)
             store = SqliteStore(args.store) if args.store else None
             if store is not None:
                 stack.push_async_callback(store.close)
@@ -136,16 +136,10 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             out.write(f"\n({_HELP_LINE})\n")
             continue
         text = line.strip()
-        if not text:
-            continue
         if text in ("/exit", "/quit"):
             return code
-        if text == "/compact":
-            _compact(runner, agent, session)
-            continue
-        if text == "/new":
-            session = f"chat-{time.time_ns()}"
-            err.write("(a new conversation)\n")
+        if text in ("", "/compact", "/new"):
+            session = _command(runner, agent, session, text)
             continue
         try:
             result = runner.run(stream_run(agent, line, printer, session=session))
@@ -160,12 +154,27 @@ def _loop(runner: asyncio.Runner, agent: Agent, session: str) -> int:
             continue
         except (ConfigurationError, SessionError) as exc:
             raise CliError(f"chat: {exc}") from None
-        code = exit_code(result)
-        if result.status == "pending" and result.pending is not None:
-            asked = scrub_text(result.pending["prompt"])
-            err.write(f"(the model asked: {asked} — no answer was given)\n")
-        elif result.status != "completed":
-            err.write(f"({result.status}: {result.limit or result.reason or ''})\n")
+        code = _report(result)
+
+
+def _report(result: RunResult) -> int:
+    """Say how a turn ended when it did not simply complete; return its exit code."""
+    if result.status == "pending" and result.pending is not None:
+        asked = scrub_text(result.pending["prompt"])
+        sys.stderr.write(f"(the model asked: {asked} — no answer was given)\n")
+    elif result.status != "completed":
+        sys.stderr.write(f"({result.status}: {result.limit or result.reason or ''})\n")
+    return exit_code(result)
+
+
+def _command(runner: asyncio.Runner, agent: Agent, session: str, text: str) -> str:
+    """Carry out ``/compact`` or ``/new`` (nothing for an empty line); return the session."""
+    if text == "/compact":
+        _compact(runner, agent, session)
+    elif text == "/new":
+        sys.stderr.write("(a new conversation)\n")
+        return f"chat-{time.time_ns()}"
+    return session
 
 
 def _compact(runner: asyncio.Runner, agent: Agent, session: str) -> None:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
     from agent import Agent, RunResult
-    from agent._eval import Check, EvalCase, EvalFile
+    from agent.evals import Check, EvalCase, EvalFile
     from toolnexus import Tool, Toolkit
 
 __all__ = ["add_parser", "command"]
@@ -168,7 +168,7 @@ class _Job:
 
 def command(args: argparse.Namespace) -> int:
     """Run ``eval`` and return its exit code."""
-    from agent._eval import load_evals
+    from agent.evals import load_evals
 
     if args.fake is not None:
         raise CliError("eval: --fake plays one script for every call; use --offline instead")
@@ -237,9 +237,9 @@ class _Runner:
             if not self.args.offline:
                 self.factory = await stack.enter_async_context(open_factory(self.args))
             self.toolkit = await stack.enter_async_context(await build_toolkit(self.args, self.own))
-            check_tool_mix_flags(
-                [self._model(job.case) for job in todo], self.args.builtin_tools, self.toolkit
-            )
+            if self.factory is not None:  # offline, each case's agent refuses it when made
+                models = [self._model(job.case) for job in todo]
+                check_tool_mix_flags(self.factory, models, self.toolkit)
 
             async def one(job: _Job) -> None:
                 progress.started()
@@ -250,7 +250,7 @@ class _Runner:
             await run_all(todo, self.args.concurrency, one)
 
     async def sample(self, job: _Job) -> dict[str, Any]:
-        from agent._eval import Check, check, score
+        from agent.evals import Check, check, score
 
         case = job.case
         start = time.monotonic()
@@ -366,7 +366,7 @@ class _Runner:
 
     async def _judge(self, case: EvalCase, text: str) -> Check:
         """Ask the judge model whether ``text`` meets the case's rubric."""
-        from agent._eval import Check
+        from agent.evals import Check
         from toolnexus import Toolkit
 
         name = "rubric"

@@ -152,7 +152,7 @@ async def _run(
     store = SqliteStore(args.store) if args.store else None
     out, err = sys.stdout, sys.stderr
     async with open_agents(args, own) as (factory, toolkit):
-        check_tool_mix_flags([factory.model], factory.builtin_tools, toolkit)
+        check_tool_mix_flags(factory, [factory.model], toolkit)
         asker = Asker(args.answer, err, toolkit=toolkit)
         agent = factory.make(
             toolkit,

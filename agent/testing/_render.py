@@ -38,6 +38,34 @@ def _estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> 
     return usage
 
 
+def _text_part(part: TextPart) -> dict[str, Any]:
+    wire: dict[str, Any] = {"text": part.text}
+    if part.thought:
+        wire["thought"] = True
+    if part.signature is not None:
+        wire["thoughtSignature"] = _encode_signature(part.signature)
+    return wire
+
+
+def _call_part(
+    part: FunctionCallPart,
+    signature: Any,
+    new_call_id: Callable[[], str],
+    new_signature: Callable[[Mapping[str, Any]], bytes],
+) -> dict[str, Any]:
+    """Render a function call; ``signature`` (the reply's, for its first call) signs it."""
+    call: dict[str, Any] = {"name": part.name, "args": dict(part.args)}
+    call_id = new_call_id() if part.id is AUTO else part.id
+    if call_id is not None:
+        call = {"id": call_id, **call}
+    wire: dict[str, Any] = {"functionCall": call}
+    if signature is not None:
+        sig = new_signature(wire) if signature is AUTO else signature
+        assert isinstance(sig, bytes)
+        wire["thoughtSignature"] = _encode_signature(sig)
+    return wire
+
+
 def render_reply(
     value: Reply,
     request: Mapping[str, Any],
@@ -58,23 +86,11 @@ def render_reply(
     parts: list[dict[str, Any]] = []
     signed = False
     for part in value.parts:
-        if isinstance(part, TextPart):
-            wire: dict[str, Any] = {"text": part.text}
-            if part.thought:
-                wire["thought"] = True
-            if part.signature is not None:
-                wire["thoughtSignature"] = _encode_signature(part.signature)
-        elif isinstance(part, FunctionCallPart):
-            call: dict[str, Any] = {"name": part.name, "args": dict(part.args)}
-            call_id = new_call_id() if part.id is AUTO else part.id
-            if call_id is not None:
-                call = {"id": call_id, **call}
-            wire = {"functionCall": call}
-            if not signed and value.signature is not None:
-                sig = new_signature(wire) if value.signature is AUTO else value.signature
-                assert isinstance(sig, bytes)
-                wire["thoughtSignature"] = _encode_signature(sig)
+        if isinstance(part, FunctionCallPart):
+            wire = _call_part(part, None if signed else value.signature, new_call_id, new_signature)
             signed = True
+        elif isinstance(part, TextPart):
+            wire = _text_part(part)
         else:
             wire = copy.deepcopy(dict(part))
         parts.append(wire)

@@ -285,53 +285,58 @@ def _expectations(spec: Any, where: str) -> list[Callable[[dict[str, Any]], None
         return []
     if not isinstance(spec, Mapping):
         raise ScenarioError(f"{where}: expect must be a mapping")
-    checks: list[Callable[[dict[str, Any]], None]] = []
-    if "function_response" in spec:
-        name = str(spec["function_response"])
-        needle = spec.get("contains")
-
-        def answered(body: dict[str, Any]) -> None:
-            text = _response_text(body, name, last_only=True)
-            if not text:
-                raise AssertionError(f"{where}: expected a function response for {name!r}")
-            if needle is not None and str(needle) not in text:
-                raise AssertionError(
-                    f"{where}: the response to {name!r} does not contain {needle!r}: {text[:300]}"
-                )
-
-        checks.append(answered)
-    if "user_text" in spec:
-        wanted = str(spec["user_text"])
-
-        def said(body: dict[str, Any]) -> None:
-            texts = [
-                part.get("text", "")
-                for content in body.get("contents", [])
-                if content.get("role", "user") == "user"
-                for part in content.get("parts", [])
-            ]
-            if not any(wanted in text for text in texts):
-                raise AssertionError(f"{where}: no user text contains {wanted!r}")
-
-        checks.append(said)
-    if "tools" in spec:
-        wanted_tools = {str(name) for name in spec["tools"]}
-
-        def declared(body: dict[str, Any]) -> None:
-            names = {
-                decl.get("name")
-                for tool in body.get("tools") or []
-                for decl in tool.get("functionDeclarations") or []
-            }
-            missing = sorted(wanted_tools - names)
-            if missing:
-                raise AssertionError(f"{where}: functions not declared: {', '.join(missing)}")
-
-        checks.append(declared)
     unknown = sorted(set(spec) - {"function_response", "contains", "user_text", "tools"})
     if unknown:
         raise ScenarioError(f"{where}: unknown expect field(s) {', '.join(unknown)}")
+    checks: list[Callable[[dict[str, Any]], None]] = []
+    if "function_response" in spec:
+        checks.append(_answered(str(spec["function_response"]), spec.get("contains"), where))
+    if "user_text" in spec:
+        checks.append(_said(str(spec["user_text"]), where))
+    if "tools" in spec:
+        checks.append(_declared({str(name) for name in spec["tools"]}, where))
     return checks
+
+
+def _answered(name: str, needle: Any, where: str) -> Callable[[dict[str, Any]], None]:
+    def answered(body: dict[str, Any]) -> None:
+        text = _response_text(body, name, last_only=True)
+        if not text:
+            raise AssertionError(f"{where}: expected a function response for {name!r}")
+        if needle is not None and str(needle) not in text:
+            raise AssertionError(
+                f"{where}: the response to {name!r} does not contain {needle!r}: {text[:300]}"
+            )
+
+    return answered
+
+
+def _said(wanted: str, where: str) -> Callable[[dict[str, Any]], None]:
+    def said(body: dict[str, Any]) -> None:
+        texts = [
+            part.get("text", "")
+            for content in body.get("contents", [])
+            if content.get("role", "user") == "user"
+            for part in content.get("parts", [])
+        ]
+        if not any(wanted in text for text in texts):
+            raise AssertionError(f"{where}: no user text contains {wanted!r}")
+
+    return said
+
+
+def _declared(wanted: set[str], where: str) -> Callable[[dict[str, Any]], None]:
+    def declared(body: dict[str, Any]) -> None:
+        names = {
+            decl.get("name")
+            for tool in body.get("tools") or []
+            for decl in tool.get("functionDeclarations") or []
+        }
+        missing = sorted(wanted - names)
+        if missing:
+            raise AssertionError(f"{where}: functions not declared: {', '.join(missing)}")
+
+    return declared
 
 
 def _capture_rules(spec: Any, where: str) -> dict[str, tuple[str, re.Pattern[str]]]:

@@ -100,6 +100,7 @@ def test_the_key_is_scrubbed_from_message_and_status():
         ),
     ],
 )
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # model "" is the point
 async def test_a_request_the_sdk_refuses_before_sending_names_the_field(
     streaming: bool, model: str, builtin: list[Any], field: str, detail: str
 ) -> None:

@@ -8,7 +8,7 @@ import pytest
 from google.genai import types
 
 import toolnexus as tn
-from agent import Agent, ClientSettings, ConfigurationError, ModelError, RetryPolicy, RunLimits
+from agent import Agent, ClientSettings, ConfigurationError, RetryPolicy, RunLimits
 from agent._builtin_tools import Source
 from agent.cli._printer import EventPrinter, stream_run
 from agent.events import CodeExecutionEvent, GroundingEvent
@@ -110,9 +110,19 @@ async def test_a_changed_server_tool_part_is_refused() -> None:
     ],
 )
 async def test_gemini_2_refuses_built_ins_beside_functions(model: str, message: str) -> None:
+    # The agent refuses the mix before sending (see check_tool_mix); the fake, like Gemini,
+    # refuses a request that carries it anyway.
     fake = FakeGemini(["unused"])
-    with pytest.raises(ModelError):
-        await agent_on(fake, model, builtin_tools=["url_context"]).run("hi")
+    with pytest.raises(ConfigurationError, match=message):
+        agent_on(fake, model, builtin_tools=["url_context"])
+    config = types.GenerateContentConfig(
+        tools=[
+            types.Tool(url_context=types.UrlContext()),
+            types.Tool(function_declarations=[types.FunctionDeclaration(name="forecast")]),
+        ]
+    )
+    with pytest.raises(Exception, match="INVALID_ARGUMENT"):
+        fake.client().models.generate_content(model=model, contents="hi", config=config)
     assert fake.requests[0].error == message
 
 

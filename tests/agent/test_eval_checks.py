@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent import ConfigurationError, ToolCallRecord
-from agent._eval import Expect, check, load_evals, matches, score
+from agent.evals import Expect, check, load_evals, matches, score
 from toolnexus import ToolResult
 
 

@@ -101,6 +101,7 @@ async def test_a_final_answer_past_a_limit_is_still_completed():
     assert (result.status, result.text) == ("completed", "done")
 
 
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # a made-up model name
 def test_limits_are_checked_when_made():
     with pytest.raises(ConfigurationError, match="requests"):
         UsageLimits(requests=-1)

@@ -353,6 +353,7 @@ async def test_key_from_environment(monkeypatch, http, mock):
     assert script.headers[0]["x-goog-api-key"] == KEY
 
 
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # a made-up model name
 async def test_base_url_and_version_and_timeout(http, mock):
     route = mock.post("http://127.0.0.1:9/v1beta/models/gemini-x:generateContent").mock(
         return_value=httpx.Response(200, json=reply(text("ok")))

@@ -109,10 +109,9 @@ async def test_tool_choice_is_not_sent_without_function_tools(settings: dict[str
     fake = FakeGemini(["Found it."])
     async with Agent(
         "gemini-2.5-flash",
-        api_key="k",
-        http_client=fake.http_client(),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
         builtin_tools=["google_search"],
-        **settings,
+        settings=ModelSettings(**settings),
     ) as agent:
         result = await agent.run("Search the news")
     assert result.text == "Found it."

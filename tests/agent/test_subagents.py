@@ -81,6 +81,7 @@ def agents_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # a made-up model name
 async def test_two_markdown_subagents_in_parallel(agents_dir: Path) -> None:
     fake = FakeGemini(play, extra_models=["gemini-writer"])
     http = fake.http_client()
@@ -276,12 +277,17 @@ def test_hostile_agent_files_are_one_line_configuration_errors(tmp_path: Path) -
     hostile = {
         "tools": "tools:\n" + "\n".join(anchors),  # 9**9 values behind a few lines
         "description": "description:\n" + "\n".join(anchors),
-        "deep": "extra: " + "[" * 20_000 + "]" * 20_000,
     }
+    # Too deep for YAML: read line by line, as Claude Code reads such files; the unknown
+    # field is left out and cannot leak into the name.
+    deep = "extra: " + "[" * 20_000 + "]" * 20_000
+    (tmp_path / "a.md").write_text(f"---\nname: a\n{deep}\n---\nhi", encoding="utf-8")
+    (tool,) = load_agents(tmp_path, strict=True, client=ClientSettings(api_key="t"))
+    assert tool.name == "a"
     for field, yaml_text in hostile.items():
         (tmp_path / "a.md").write_text(f"---\nname: a\n{yaml_text}\n---\nhi", encoding="utf-8")
-        with pytest.raises(ConfigurationError) as info:
-            load_agents(tmp_path, client=ClientSettings(api_key="t"))
+        with pytest.raises(ConfigurationError) as info:  # strict: refused, not skipped
+            load_agents(tmp_path, strict=True, client=ClientSettings(api_key="t"))
         assert len(str(info.value).splitlines()) == 1, field
 
 

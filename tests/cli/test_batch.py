@@ -134,6 +134,7 @@ def test_killed_batch_resumes_without_rerunning_finished_tasks(workdir: Path) ->
     assert len(resumed) == 20 - len(before)
 
 
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # a made-up model name
 def test_failed_task_is_recorded_and_the_batch_goes_on(cli: Cli, workdir: Path) -> None:
     (workdir / "tasks.yaml").write_text(
         yaml.safe_dump(

@@ -74,6 +74,7 @@ def test_run_shows_the_cost(cli: Cli) -> None:
 
 
 @pytest.mark.parametrize("where", ["flag", "task"])
+@pytest.mark.filterwarnings("default::agent.UnknownModelWarning")  # shown as a warning line
 def test_a_budget_with_a_model_the_price_table_lacks_is_refused_before_any_task(
     cli: Cli, workdir: Path, where: str
 ) -> None:

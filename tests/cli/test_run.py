@@ -44,6 +44,7 @@ def test_run_json_matches_the_script(cli: Cli) -> None:
     assert fake.requests[1].function_responses[0]["response"]["output"] == "sunny in Paris"
 
 
+@pytest.mark.filterwarnings("ignore::agent.UnknownModelWarning")  # a made-up model name
 def test_run_streams_the_answer_to_stdout_and_activity_to_stderr(cli: Cli) -> None:
     fake = FakeGemini(
         [function_call("get_weather", {"city": "Oslo"}), "Sunny in Oslo."],
