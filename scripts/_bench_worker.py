@@ -109,7 +109,7 @@ async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
     """Build the toolkit and the Agent; return (runner, import ns, init ns)."""
     start = time.perf_counter_ns()
     import toolnexus as tn
-    from agent import Agent
+    from agent import Agent, ClientSettings, RunLimits
 
     imported = time.perf_counter_ns()
     funcs = sc.functions(scenario)
@@ -122,10 +122,8 @@ async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
     agent = Agent(
         model=sc.MODEL,
         toolkit=toolkit,
-        api_key="bench",
-        base_url=base_url,
-        max_turns=sc.LONG_TURNS + 10,
-        **extra,
+        client=ClientSettings(api_key="bench", base_url=base_url, **extra),
+        limits=RunLimits(max_turns=sc.LONG_TURNS + 10),
     )
     ready = time.perf_counter_ns()
 
