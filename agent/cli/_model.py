@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
 
-__all__ = ["AgentFactory", "make_agent", "open_agents", "open_factory"]
+__all__ = ["AgentFactory", "add_subagents", "make_agent", "open_agents", "open_factory"]
 
 NO_KEY = (
     "toolnexus-agent: no Gemini API key. Set GEMINI_API_KEY (or GOOGLE_API_KEY) in the "
@@ -204,24 +204,49 @@ async def with_subagents(
     Raises:
         CliError: An agent file is invalid or names a tool the toolkit lacks.
     """
-    directory = getattr(args, "agents", None)
-    if directory is None:
-        return toolkit
-    from agent import ClientSettings, load_agents_async
     from agent.cli._approval import cli_policy
-    from toolnexus import Toolkit
 
     policy = cli_policy(
         getattr(args, "approval", "ask"), toolkit, unattended=getattr(args, "unattended", False)
     )
+    return await add_subagents(
+        args,
+        toolkit,
+        model=factory.model,
+        api_key=factory.api_key,
+        http=factory.http,
+        approval=policy,
+    )
+
+
+async def add_subagents(
+    args: argparse.Namespace,
+    toolkit: Toolkit,
+    *,
+    model: str,
+    api_key: str | None,
+    http: httpx.AsyncClient,
+    approval: ApprovalPolicy,
+) -> Toolkit:
+    """Return ``toolkit`` with the sub-agents of ``--agents DIR`` added, on ``http``.
+
+    Raises:
+        CliError: An agent file is invalid (with ``--strict``) or clashes with a tool.
+    """
+    directory = getattr(args, "agents", None)
+    if directory is None:
+        return toolkit
+    from agent import ClientSettings, load_agents_async
+    from toolnexus import Toolkit
+
     try:
         helpers = await load_agents_async(
             directory,
             toolkit=toolkit,
-            model=factory.model,
+            model=model,
             strict=getattr(args, "strict", False),
-            client=ClientSettings(api_key=factory.api_key, http_client=factory.http),
-            approval=policy,
+            client=ClientSettings(api_key=api_key, http_client=http),
+            approval=approval,
         )
     except ConfigurationError as exc:
         raise CliError(f"--agents: {exc}") from None

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
-from agent.cli._model import AgentFactory, make_agent, open_factory
+from agent.cli._model import AgentFactory, add_subagents, make_agent, open_factory
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._toolkit import build_toolkit, check_tool_mix_flags, check_toolkit_flags
 from agent.cli.batch import (
@@ -320,14 +320,19 @@ class _Runner:
                 toolkit = await stack.enter_async_context(await build_toolkit(scoped, self.own))
             assert toolkit is not None
             http, key = await self._client(stack, case.scenario)
+            model = self._model(case)
+            policy = cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True)
+            toolkit = await add_subagents(
+                self.args, toolkit, model=model, api_key=key, http=http, approval=policy
+            )
             yield self._make(
                 toolkit,
                 http,
                 key,
-                model=case.model or self.args.model,
+                model=model,
                 system=case.system if case.system is not None else self.system,
                 max_turns=case.max_turns or self.args.max_turns,
-                approval=cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True),
+                approval=policy,
                 output_type=self.args.output_type,
                 builtin_tools=tuple(self.args.builtin_tools),
             )

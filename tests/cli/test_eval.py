@@ -367,3 +367,30 @@ cases:
     failure = ET.parse(workdir / "j.xml").getroot().find("testsuite/testcase/failure")
     assert failure is not None and failure.text is not None
     assert "FAIL \\x1b[31mno greeting\\x07" in failure.text
+
+
+def test_agents_flag_gives_each_case_its_sub_agents(cli: Cli, workdir: Path) -> None:
+    # --agents is honoured by eval as by run: the case's model can hand work to the helper.
+    (workdir / "agents").mkdir()
+    (workdir / "agents" / "helper.md").write_text(
+        "---\nname: helper\ndescription: Helps.\n---\nYou help.\n", encoding="utf-8"
+    )
+    (workdir / "e.yaml").write_text(
+        """
+cases:
+  - id: delegated
+    prompt: get help
+    scenario:
+      - calls: [{name: helper, args: {task: please}}]
+      - text: helped
+      - text: the helper said helped
+    expect:
+      text_contains: [helper said helped]
+      tools: [helper]
+""",
+        encoding="utf-8",
+    )
+    flags = ("--offline", "--no-builtins", "--agents", "agents")
+    code, _, err = cli("eval", "e.yaml", "--out", "r.jsonl", *flags)
+    assert code == 0, err
+    assert "1/1 samples passed" in err
