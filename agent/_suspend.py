@@ -9,6 +9,11 @@ Resuming takes the transcript back with the `Answer`: each waiting call is re-ru
 the answer bound to its request (the answer's ``id`` must be the request's), through the
 same tool wrappers as any call, and its function response is replaced by the new result.
 A new prompt without an answer declines what still waits, so the conversation moves on.
+
+A run stopped inside a tool (its deadline, a raising hook, a crash) leaves a transcript
+that ends with the model's calls and no responses, which Gemini refuses as history. The
+next run answers each such call with an error response carrying its id (`UNFINISHED`)
+before it sends anything, so a history or a session is always usable again.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ from toolnexus import Answer, Request
 if TYPE_CHECKING:
     from agent._loop import Run
 
-__all__ = ["resume", "wait"]
+__all__ = ["UNFINISHED", "resume", "wait"]
+
+UNFINISHED = "not run: the previous run stopped before this call finished"
+"""The error response of a call a history left unanswered."""
 
 
 async def wait(run: Run, pending: Request) -> Request | None:
@@ -61,6 +69,7 @@ async def resume(run: Run) -> tuple[Request, ToolCall] | None:
     answer = run.answer
     if answer is not None:
         _check_bound(answer, [request for _, request in waiting])
+    _answer_unfinished(run)
     calls = calls_of(state.contents[-2]) if waiting and len(state.contents) > 1 else []
     still: tuple[Request, ToolCall] | None = None
     answered = False
@@ -86,6 +95,15 @@ async def resume(run: Run) -> tuple[Request, ToolCall] | None:
     if answered and still is None:
         await run.checkpoint(None)  # the answered tool ran: keep its result
     return still
+
+
+def _answer_unfinished(run: Run) -> None:
+    """Answer the calls a stopped run left without responses, each with `UNFINISHED`."""
+    contents = run.state.contents
+    if contents and contents[-1].role == "model":
+        calls = calls_of(contents[-1])
+        if calls:
+            run.refuse(calls, UNFINISHED)
 
 
 async def _reply(run: Run, request: Request, answer: Answer | None) -> Answer | None:
