@@ -18,8 +18,10 @@ before it sends anything, so a history or a session is always usable again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agent._approval import APPROVAL, MalformedAnswer, read_answer
 from agent._calls import call_hook, function_response
 from agent._contents import pending_requests, replace_response
 from agent._response import calls_of
@@ -119,8 +121,19 @@ async def _reply(run: Run, request: Request, answer: Answer | None) -> Answer | 
 
 
 def _check_bound(answer: Answer, waiting: list[Request]) -> None:
-    """Refuse an answer that is bound to no request the transcript waits on."""
-    if any(request["id"] == answer.get("id") for request in waiting):
+    """Refuse an answer bound to no request the transcript waits on, or malformed for its own.
+
+    Checked before anything runs, so a refused answer leaves the history (or the session)
+    as it was and the request still waiting.
+    """
+    if not isinstance(answer, Mapping):
+        raise ConfigurationError(
+            f"answer= must be a mapping {{'id': ..., 'ok': ..., 'data'?: ...}}, "
+            f"not {type(answer).__name__}"
+        )
+    bound = next((request for request in waiting if request["id"] == answer.get("id")), None)
+    if bound is not None:
+        _check_shape(answer, bound)
         return
     if not waiting:
         raise ConfigurationError(
@@ -131,6 +144,18 @@ def _check_bound(answer: Answer, waiting: list[Request]) -> None:
     raise ConfigurationError(
         f"answer id {answer.get('id')!r} does not match the pending request(s) {ids}"
     )
+
+
+def _check_shape(answer: Answer, request: Request) -> None:
+    """Refuse an answer to an approval that neither approves nor refuses in a known shape."""
+    if request.get("kind") != APPROVAL:
+        return
+    try:
+        read_answer(answer)
+    except MalformedAnswer as exc:
+        raise ConfigurationError(
+            f"answer to the approval request {request['id']!r} was refused and nothing ran: {exc}"
+        ) from None
 
 
 def _record(run: Run, record: ToolCallRecord, request_id: str) -> None:
