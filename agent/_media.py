@@ -38,6 +38,8 @@ __all__ = [
     "Prompt",
     "attachment_part",
     "function_response_content",
+    "inline_data",
+    "media_tokens",
     "multimodal_function_responses",
     "prompt_content",
     "read_prompt",
@@ -57,6 +59,36 @@ UPLOAD_POLL = 1.0
 PromptPart: TypeAlias = str | Path | Attachment | types.Part | Mapping[str, Any]
 Prompt: TypeAlias = str | Sequence[PromptPart]
 """What `Agent.run` takes: text, or a list of parts (text, files, SDK parts, part dicts)."""
+
+
+MEDIA_TOKEN_BYTES = 250
+"""Bytes of an inline file per token, for estimates: Gemini bills files by what they show
+(258 tokens an image tile or PDF page, 263 a second of video, 32 of audio), not by size;
+this errs on the large side for most files."""
+
+MEDIA_TOKENS_MIN = 258
+"""The fewest tokens an inline file is estimated at (a small image)."""
+
+
+def media_tokens(size: int) -> int:
+    """Estimate the prompt tokens of an inline file of ``size`` bytes (not its base64 text)."""
+    return max(MEDIA_TOKENS_MIN, size // MEDIA_TOKEN_BYTES)
+
+
+def inline_data(contents: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Return the base64 text of every inline file in wire Content dicts.
+
+    Files in ``functionResponse.parts`` (Gemini 3) count as well as parts of their own.
+    """
+    found = []
+    for content in contents:
+        for part in content.get("parts") or []:
+            response = part.get("functionResponse") or {}
+            for inner in [part, *(response.get("parts") or [])]:
+                data = (inner.get("inlineData") or {}).get("data")
+                if isinstance(data, str):
+                    found.append(data)
+    return found
 
 
 def multimodal_function_responses(model: str) -> bool:
