@@ -51,26 +51,33 @@ async def wait(run: Run, pending: Request) -> Request | None:
         if answer is None:
             return pending
         run.answer = answer
-        still = await resume(run)
+        # Nobody is there to refuse a malformed answer to (a durable send): it denies.
+        still = await resume(run, refuse_malformed=False)
         if still is None:
             return None
         pending = still[0]
 
 
-async def resume(run: Run) -> tuple[Request, ToolCall] | None:
+async def resume(run: Run, *, refuse_malformed: bool = True) -> tuple[Request, ToolCall] | None:
     """Answer what a suspended transcript waits on; return what still waits, if any.
 
     Each waiting request is answered by ``run.answer`` (matching id), else by ``wait_for``,
     else declined when a new prompt moves the conversation on; otherwise it still waits.
 
+    Args:
+        run: The run whose transcript is settled.
+        refuse_malformed: Refuse an approval answer in no known shape (the caller's
+            ``answer=``) instead of letting it deny the call.
+
     Raises:
-        ConfigurationError: An answer that names no request the transcript waits on.
+        ConfigurationError: An answer that names no request the transcript waits on, or
+            (with ``refuse_malformed``) neither approves nor refuses the approval it names.
     """
     state = run.state
     waiting = pending_requests(state.contents[-1]) if state.contents else []
     answer = run.answer
     if answer is not None:
-        _check_bound(answer, [request for _, request in waiting])
+        _check_bound(answer, [request for _, request in waiting], refuse_malformed)
     _answer_unfinished(run)
     calls = calls_of(state.contents[-2]) if waiting and len(state.contents) > 1 else []
     still: tuple[Request, ToolCall] | None = None
@@ -120,7 +127,7 @@ async def _reply(run: Run, request: Request, answer: Answer | None) -> Answer | 
     return None
 
 
-def _check_bound(answer: Answer, waiting: list[Request]) -> None:
+def _check_bound(answer: Answer, waiting: list[Request], refuse_malformed: bool) -> None:
     """Refuse an answer bound to no request the transcript waits on, or malformed for its own.
 
     Checked before anything runs, so a refused answer leaves the history (or the session)
@@ -133,7 +140,8 @@ def _check_bound(answer: Answer, waiting: list[Request]) -> None:
         )
     bound = next((request for request in waiting if request["id"] == answer.get("id")), None)
     if bound is not None:
-        _check_shape(answer, bound)
+        if refuse_malformed:
+            _check_shape(answer, bound)
         return
     if not waiting:
         raise ConfigurationError(
