@@ -11,14 +11,23 @@ the model's input-token limit), the transcript is compacted in two steps:
 2. **Summarise**, if still over: the older exchanges are replaced by one user message
    holding a summary the model writes in a separate call (`SUMMARY_PROMPT`; its usage is
    counted in the run's usage, cost and limits), and the most recent
-   `Compaction.keep_recent_turns` exchanges stay verbatim.
+   `Compaction.keep_recent_turns` exchanges stay verbatim. A summary no shorter than what
+   it would replace is not used: the older exchanges stay.
+3. **Prune the rest**, if still over: large function results of the kept exchanges too,
+   the exchange in progress included, except the latest results (the model has not read
+   them yet).
 
-An *exchange* starts at a user message that is not function responses. Cuts fall only
-between exchanges, so a function call is never separated from its response; the exchange
-in progress (whose thought signatures Gemini checks) is never summarised, only pruned; no
-part carrying a thought signature is ever altered or moved: it stays byte for byte where
-it was, or leaves with its whole exchange. Replaced Contents go to the run's archive (a
-session appends them to its store's archive, see `agent._store.ArchivingStore`).
+An *exchange* starts at a user message that is neither function responses nor the files
+that follow them (Gemini 2.x takes a tool's files as parts after the function responses,
+in the same Content). Cuts fall only between exchanges, so a function call is never
+separated from its response or its files; the exchange in progress (whose thought
+signatures Gemini checks) is never summarised, only pruned; no part carrying a thought
+signature is ever altered or moved: it stays byte for byte where it was, or leaves with its
+whole exchange. Replaced Contents go to the run's archive (a session appends them to its
+store's archive, see `agent._store.ArchivingStore`).
+
+Sizes are estimated at four characters of JSON per token, except inline files, which count
+as the tokens Gemini bills for them (`agent._media.media_tokens`), not as their base64.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent._capability import Capability, RunCapability
 from agent._contents import to_contents, to_dict, user_content
+from agent._media import inline_data, media_tokens
 from agent.errors import ConfigurationError
 from agent.events import Compacted
 
@@ -94,14 +104,24 @@ class Compaction:
 
 
 def estimate_tokens(contents: Sequence[dict[str, Any]]) -> int:
-    """Estimate tokens of wire Content dicts: one per four characters of their JSON."""
-    return len(json.dumps(list(contents), ensure_ascii=False)) // 4 + 1 if contents else 0
+    """Estimate tokens of wire Content dicts: one per four characters of their JSON.
+
+    Inline files count as `media_tokens` of their size instead of their base64 text.
+    """
+    if not contents:
+        return 0
+    blobs = [len(data) for data in inline_data(contents)]
+    chars = len(json.dumps(list(contents), ensure_ascii=False)) - sum(blobs)
+    return chars // 4 + 1 + sum(media_tokens(size * 3 // 4) for size in blobs)
 
 
 def _is_prompt(content: dict[str, Any]) -> bool:
+    """Tell whether ``content`` starts an exchange: a user message without function results."""
     parts = content.get("parts") or []
-    return content.get("role", "user") == "user" and any(
-        "functionResponse" not in part for part in parts
+    return (
+        content.get("role", "user") == "user"
+        and bool(parts)
+        and not any("functionResponse" in part for part in parts)
     )
 
 
@@ -127,25 +147,25 @@ def prune(
         parts = content.get("parts") or []
         if not any("functionResponse" in part for part in parts):
             continue
-        new_parts = []
-        for part in parts:
-            response = part.get("functionResponse")
-            text = json.dumps(response.get("response"), ensure_ascii=False) if response else ""
-            if response is None or len(text) <= limit:
-                new_parts.append(part)
-                continue
-            output = (response.get("response") or {}).get("output")
-            first = str(output if output is not None else text).strip().splitlines()[:1]
-            note = (
-                f"[pruned to save context: {response.get('name')} returned {len(text)} "
-                f"characters, starting: {first[0][:120] if first else ''}]"
-            )
-            new_parts.append(
-                {**part, "functionResponse": {**response, "response": {"output": note}}}
-            )
-            pruned += 1
+        new_parts = [_pruned_part(part, limit) for part in parts]
+        pruned += sum(new is not old for new, old in zip(new_parts, parts, strict=True))
         out[index] = {**content, "parts": new_parts}
     return out, pruned
+
+
+def _pruned_part(part: dict[str, Any], limit: int) -> dict[str, Any]:
+    """Return ``part`` with its function result replaced by a note, if over ``limit``."""
+    response = part.get("functionResponse")
+    text = json.dumps(response.get("response"), ensure_ascii=False) if response else ""
+    if response is None or len(text) <= limit:
+        return part
+    output = (response.get("response") or {}).get("output")
+    first = str(output if output is not None else text).strip().splitlines()[:1]
+    note = (
+        f"[pruned to save context: {response.get('name')} returned {len(text)} "
+        f"characters, starting: {first[0][:120] if first else ''}]"
+    )
+    return {**part, "functionResponse": {**response, "response": {"output": note}}}
 
 
 def summary_text(contents: Sequence[dict[str, Any]]) -> str:
@@ -216,27 +236,60 @@ async def compact(run: RunState, policy: Compaction, *, force: bool = False) -> 
     starts = exchange_starts(dicts)
     keep = policy.keep_recent_turns
     cut = starts[-keep] if len(starts) > keep else 0
-    pruned_dicts, pruned = prune(dicts, cut, policy.prune_chars)
-    for index, (old, new) in enumerate(zip(dicts, pruned_dicts, strict=True)):
-        if old is not new:
-            run.archive.append(old)
-            run.contents[index] = to_contents([new])[0]
-    after = estimate_tokens(pruned_dicts)
+    pruned = _prune(run, dicts, policy, cut)
+    after = estimate_tokens(run.transcript())
     summarised = 0
     if (after > trigger or force) and cut > 0:
-        summary = await _summarise(run, pruned_dicts[:cut])
-        if summary is not None:
-            summarised = len([s for s in starts if s < cut])
-            run.archive.extend(pruned_dicts[:cut])
-            first = to_dict(run.contents[cut])
-            note = {"text": SUMMARY_HEADER + summary}
-            first = {**first, "parts": [note, *first.get("parts", [])]}
-            run.contents = [*to_contents([first]), *run.contents[cut + 1 :]]
-            after = estimate_tokens(run.transcript())
+        summarised = await _replace_older(run, cut, len([s for s in starts if s < cut]))
+        after = estimate_tokens(run.transcript())
+    if after > trigger:
+        # Still over: the kept exchanges' results too, but not the latest ones.
+        kept = run.transcript()
+        pruned += _prune(run, kept, policy, _last_results(kept))
+        after = estimate_tokens(run.transcript())
     if not (pruned or summarised):
         return None
     run.sent = (0, 0)
     return Compacted(before, after, summarised, pruned)
+
+
+def _prune(run: RunState, dicts: list[dict[str, Any]], policy: Compaction, before: int) -> int:
+    """Prune ``run``'s results before ``before``; archive what changed; return how many."""
+    new_dicts, pruned = prune(dicts, before, policy.prune_chars)
+    for index, (old, new) in enumerate(zip(dicts, new_dicts, strict=True)):
+        if old is not new:
+            run.archive.append(old)
+            run.contents[index] = to_contents([new])[0]
+    return pruned
+
+
+def _last_results(contents: list[dict[str, Any]]) -> int:
+    """Return the index of the last Content of function results (``0`` without one)."""
+    for index in range(len(contents) - 1, -1, -1):
+        if any("functionResponse" in part for part in contents[index].get("parts") or []):
+            return index
+    return 0
+
+
+async def _replace_older(run: RunState, cut: int, exchanges: int) -> int:
+    """Replace ``run.contents[:cut]`` by a summary; return the exchanges it replaced.
+
+    A summary that is no shorter than what it would replace is not used (``0``).
+    """
+    old = run.transcript()[:cut]
+    summary = await _summarise(run, old)
+    if summary is None:
+        return 0
+    note = {"text": SUMMARY_HEADER + summary}
+    # The summary joins the first kept Content as one more part: that part is its cost.
+    if len(json.dumps(note, ensure_ascii=False)) // 4 + 1 >= estimate_tokens(old):
+        logger.info("compaction: the summary is no shorter than what it replaces; not used")
+        return 0
+    run.archive.extend(old)
+    first = to_dict(run.contents[cut])
+    first = {**first, "parts": [note, *first.get("parts", [])]}
+    run.contents = [*to_contents([first]), *run.contents[cut + 1 :]]
+    return exchanges
 
 
 def _estimate(run: RunState) -> int:

@@ -21,6 +21,7 @@ import asyncio
 import io
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -38,6 +39,9 @@ __all__ = [
     "Prompt",
     "attachment_part",
     "function_response_content",
+    "inline_data",
+    "inline_size",
+    "media_tokens",
     "multimodal_function_responses",
     "prompt_content",
     "read_prompt",
@@ -57,6 +61,36 @@ UPLOAD_POLL = 1.0
 PromptPart: TypeAlias = str | Path | Attachment | types.Part | Mapping[str, Any]
 Prompt: TypeAlias = str | Sequence[PromptPart]
 """What `Agent.run` takes: text, or a list of parts (text, files, SDK parts, part dicts)."""
+
+
+MEDIA_TOKEN_BYTES = 250
+"""Bytes of an inline file per token, for estimates: Gemini bills files by what they show
+(258 tokens an image tile or PDF page, 263 a second of video, 32 of audio), not by size;
+this errs on the large side for most files."""
+
+MEDIA_TOKENS_MIN = 258
+"""The fewest tokens an inline file is estimated at (a small image)."""
+
+
+def media_tokens(size: int) -> int:
+    """Estimate the prompt tokens of an inline file of ``size`` bytes (not its base64 text)."""
+    return max(MEDIA_TOKENS_MIN, size // MEDIA_TOKEN_BYTES)
+
+
+def inline_data(contents: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Return the base64 text of every inline file in wire Content dicts.
+
+    Files in ``functionResponse.parts`` (Gemini 3) count as well as parts of their own.
+    """
+    found = []
+    for content in contents:
+        for part in content.get("parts") or []:
+            response = part.get("functionResponse") or {}
+            for inner in [part, *(response.get("parts") or [])]:
+                data = (inner.get("inlineData") or {}).get("data")
+                if isinstance(data, str):
+                    found.append(data)
+    return found
 
 
 def multimodal_function_responses(model: str) -> bool:
@@ -129,37 +163,141 @@ async def read_prompt(prompt: Prompt) -> types.Content:
     return prompt_content(prompt)
 
 
-def _inline_size(part: types.Part) -> int:
-    return len(part.inline_data.data or b"") if part.inline_data is not None else 0
+def inline_size(content: types.Content) -> int:
+    """Return the bytes of inline data ``content`` carries, function-response files included."""
+    return sum(file.size for file in _inline_files(list(content.parts or [])))
 
 
-async def upload_over_limit(files: Any, content: types.Content) -> types.Content:
-    """Return ``content`` with its largest inline parts uploaded, if it passes `INLINE_LIMIT`.
+@dataclass(frozen=True, slots=True)
+class _InlineFile:
+    """One inline file of a Content: where it is, its blob and its size."""
 
-    ``files`` is the SDK's ``client.aio.files``. Each upload is waited for until the file is
-    ``ACTIVE`` (at most `UPLOAD_TIMEOUT` seconds) and then sent as ``fileData``.
+    part: int
+    """The index of its part."""
+    inner: int | None
+    """Its index in that part's ``functionResponse.parts``; ``None`` for a part of its own."""
+    blob: types.Blob | types.FunctionResponseBlob
+    size: int
+
+
+def _inline_files(parts: list[types.Part]) -> list[_InlineFile]:
+    found = []
+    for index, part in enumerate(parts):
+        if part.inline_data is not None:
+            blob: types.Blob | types.FunctionResponseBlob = part.inline_data
+            found.append(_InlineFile(index, None, blob, len(blob.data or b"")))
+        response = part.function_response
+        for inner, item in enumerate((response.parts or []) if response is not None else []):
+            if item.inline_data is not None:
+                size = len(item.inline_data.data or b"")
+                found.append(_InlineFile(index, inner, item.inline_data, size))
+    return found
+
+
+async def upload_over_limit(
+    files: Any, content: types.Content, *, room: int | None = None, notes: bool = False
+) -> types.Content:
+    """Return ``content`` with its largest inline files uploaded, until it fits in ``room``.
+
+    ``files`` is the SDK's ``client.aio.files``; ``room`` is how many bytes may stay inline
+    (`INLINE_LIMIT` by default). Files in ``functionResponse.parts`` count and move too.
+    Each upload is waited for until the file is ``ACTIVE`` (at most `UPLOAD_TIMEOUT`
+    seconds) and then sent as ``fileData``. With ``notes``, a file that cannot be uploaded
+    is left out instead, and a note the model reads says so.
 
     Raises:
         ConfigurationError: Gemini could not process a file (``FAILED``), or it was still
-            processing after `UPLOAD_TIMEOUT` seconds.
-        AgentError: The upload or a state check failed (HTTP or network error).
+            processing after `UPLOAD_TIMEOUT` seconds (not with ``notes``).
+        AgentError: The upload or a state check failed (HTTP or network error; not with
+            ``notes``).
     """
+    limit = INLINE_LIMIT if room is None else room
     parts = list(content.parts or [])
-    total = sum(_inline_size(p) for p in parts)
-    if total <= INLINE_LIMIT:
+    found = sorted(_inline_files(parts), key=lambda file: -file.size)
+    total = sum(file.size for file in found)
+    if total <= limit:
         return content
-    for index in sorted(range(len(parts)), key=lambda i: -_inline_size(parts[i])):
-        if total <= INLINE_LIMIT:
+    kind = "tool file" if any(part.function_response for part in parts) else "prompt part"
+    moved: dict[tuple[int, int | None], str | _LeftOut] = {}
+    for file in found:
+        if total <= limit:
             break
-        blob = parts[index].inline_data
-        assert blob is not None
-        uri = await _upload(files, blob, f"prompt part {index}")
-        parts[index] = types.Part(file_data=types.FileData(mime_type=blob.mime_type, file_uri=uri))
-        total -= len(blob.data or b"")
-    return types.Content(role=content.role, parts=parts)
+        moved[file.part, file.inner] = await _move(files, file, f"{kind} {file.part}", notes)
+        total -= file.size
+    placed = [_placed(part, index, moved) for index, part in enumerate(parts)]
+    return types.Content(role=content.role, parts=placed)
 
 
-async def _upload(files: Any, blob: types.Blob, label: str) -> str:
+@dataclass(frozen=True, slots=True)
+class _LeftOut:
+    """A file that could not be uploaded: the note the model reads instead."""
+
+    note: str
+
+
+async def _move(files: Any, file: _InlineFile, label: str, notes: bool) -> str | _LeftOut:
+    """Upload one file; return its URI, or (with ``notes``) why it was left out."""
+    try:
+        return await _upload(files, file.blob, label)
+    except AgentError as exc:  # ConfigurationError included
+        if not notes:
+            raise
+        name = file.blob.display_name or "this file"
+        return _LeftOut(
+            f"[{name} ({file.blob.mime_type}, {file.size} bytes) was left out: with it the "
+            f"request would pass Gemini's limit of {INLINE_LIMIT} bytes of inline data, and "
+            f"{exc}]"
+        )
+
+
+def _placed(
+    part: types.Part, index: int, moved: Mapping[tuple[int, int | None], str | _LeftOut]
+) -> types.Part:
+    """Return ``part`` with its moved files as ``fileData`` (or notes)."""
+    own = moved.get((index, None))
+    if isinstance(own, _LeftOut):
+        return types.Part(text=own.note)
+    if own is not None:
+        mime = part.inline_data.mime_type if part.inline_data is not None else None
+        return types.Part(file_data=types.FileData(mime_type=mime, file_uri=own))
+    response = part.function_response
+    if response is None or not any(key[0] == index for key in moved):
+        return part
+    return types.Part(function_response=_moved_response(response, index, moved))
+
+
+def _moved_response(
+    response: types.FunctionResponse,
+    index: int,
+    moved: Mapping[tuple[int, int | None], str | _LeftOut],
+) -> types.FunctionResponse:
+    """Return ``response`` with its moved files as file data; a file left out is noted."""
+    inner: list[types.FunctionResponsePart] = []
+    notes: list[str] = []
+    gone: list[dict[str, Any]] = []
+    for position, item in enumerate(response.parts or []):
+        blob = item.inline_data
+        done = moved.get((index, position))
+        if done is None or blob is None:
+            inner.append(item)
+        elif isinstance(done, _LeftOut):
+            notes.append(done.note)
+            gone.append({"$ref": blob.display_name})
+        else:
+            data = types.FunctionResponseFileData(
+                mime_type=blob.mime_type, file_uri=done, display_name=blob.display_name
+            )
+            inner.append(types.FunctionResponsePart(file_data=data))
+    body = dict(response.response or {})
+    if notes:
+        body["output"] = "\n".join([str(body.get("output", "")), *notes]).strip()
+        refs = [ref for ref in body.pop("attachments", None) or [] if ref not in gone]
+        if refs:
+            body["attachments"] = refs
+    return response.model_copy(update={"parts": inner or None, "response": body})
+
+
+async def _upload(files: Any, blob: types.Blob | types.FunctionResponseBlob, label: str) -> str:
     display = blob.display_name or label
     try:
         file = await files.upload(

@@ -115,8 +115,14 @@ class Model(Protocol):
         """Return the model's input-token limit (``wanted``: the size about to be sent)."""
         ...
 
-    async def upload_over_limit(self, content: Content) -> Content:
-        """Move the largest inline parts of a prompt over the inline limit elsewhere."""
+    async def upload_over_limit(
+        self, content: Content, *, room: int | None = None, notes: bool = False
+    ) -> Content:
+        """Move the largest inline files of ``content`` elsewhere until ``room`` bytes stay.
+
+        ``room`` defaults to the inline limit; with ``notes``, a file that cannot be moved
+        is replaced by a note the model reads instead of failing.
+        """
         ...
 
 
@@ -277,9 +283,12 @@ class GeminiModel:
                 yield TextEvent(text, request.turn)
         yield response
 
-    async def upload_over_limit(self, content: Content) -> Content:
-        """Move the largest inline parts of a prompt over the inline limit to the Files API."""
-        return await upload_over_limit(self.clients.genai.aio.files, content)
+    async def upload_over_limit(
+        self, content: Content, *, room: int | None = None, notes: bool = False
+    ) -> Content:
+        """Move the largest inline files of ``content`` to the Files API (see `_media`)."""
+        files = self.clients.genai.aio.files
+        return await upload_over_limit(files, content, room=room, notes=notes)
 
     def parse(self, raw: Any) -> ModelResponse:
         """Read a ``GenerateContentResponse`` (an after-model hook's replacement)."""

@@ -27,6 +27,7 @@ from agent._compaction import Compaction, Compactor, compact
 from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
 from agent._hooked import HookCalls
+from agent._inline_limit import InlineLimit
 from agent._limits import Budget
 from agent._loop import Run
 from agent._media import read_prompt
@@ -72,6 +73,9 @@ def capabilities_of(
         Budget(),
         # Compaction before the hooks, so a before-model hook sees the request as sent.
         _Compaction(compaction),
+        # Inline files over Gemini's request limit move to the Files API: after compaction
+        # (which may drop them with their exchange), before the hooks (they see it as sent).
+        InlineLimit(),
         # Hooks: the request and response as the user sees them; before-tool rewrites the
         # arguments before the approval rule sees them.
         HookCalls(hooks) if hooks is not None else None,

@@ -9,12 +9,19 @@ Resuming takes the transcript back with the `Answer`: each waiting call is re-ru
 the answer bound to its request (the answer's ``id`` must be the request's), through the
 same tool wrappers as any call, and its function response is replaced by the new result.
 A new prompt without an answer declines what still waits, so the conversation moves on.
+
+A run stopped inside a tool (its deadline, a raising hook, a crash) leaves a transcript
+that ends with the model's calls and no responses, which Gemini refuses as history. The
+next run answers each such call with an error response carrying its id (`UNFINISHED`)
+before it sends anything, so a history or a session is always usable again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agent._approval import APPROVAL, MalformedAnswer, read_answer
 from agent._calls import call_hook, function_response
 from agent._contents import pending_requests, replace_response
 from agent._response import calls_of
@@ -26,7 +33,10 @@ from toolnexus import Answer, Request
 if TYPE_CHECKING:
     from agent._loop import Run
 
-__all__ = ["resume", "wait"]
+__all__ = ["UNFINISHED", "resume", "wait"]
+
+UNFINISHED = "not run: the previous run stopped before this call finished"
+"""The error response of a call a history left unanswered."""
 
 
 async def wait(run: Run, pending: Request) -> Request | None:
@@ -41,26 +51,34 @@ async def wait(run: Run, pending: Request) -> Request | None:
         if answer is None:
             return pending
         run.answer = answer
-        still = await resume(run)
+        # Nobody is there to refuse a malformed answer to (a durable send): it denies.
+        still = await resume(run, refuse_malformed=False)
         if still is None:
             return None
         pending = still[0]
 
 
-async def resume(run: Run) -> tuple[Request, ToolCall] | None:
+async def resume(run: Run, *, refuse_malformed: bool = True) -> tuple[Request, ToolCall] | None:
     """Answer what a suspended transcript waits on; return what still waits, if any.
 
     Each waiting request is answered by ``run.answer`` (matching id), else by ``wait_for``,
     else declined when a new prompt moves the conversation on; otherwise it still waits.
 
+    Args:
+        run: The run whose transcript is settled.
+        refuse_malformed: Refuse an approval answer in no known shape (the caller's
+            ``answer=``) instead of letting it deny the call.
+
     Raises:
-        ConfigurationError: An answer that names no request the transcript waits on.
+        ConfigurationError: An answer that names no request the transcript waits on, or
+            (with ``refuse_malformed``) neither approves nor refuses the approval it names.
     """
     state = run.state
     waiting = pending_requests(state.contents[-1]) if state.contents else []
     answer = run.answer
     if answer is not None:
-        _check_bound(answer, [request for _, request in waiting])
+        _check_bound(answer, [request for _, request in waiting], refuse_malformed)
+    _answer_unfinished(run)
     calls = calls_of(state.contents[-2]) if waiting and len(state.contents) > 1 else []
     still: tuple[Request, ToolCall] | None = None
     answered = False
@@ -88,6 +106,15 @@ async def resume(run: Run) -> tuple[Request, ToolCall] | None:
     return still
 
 
+def _answer_unfinished(run: Run) -> None:
+    """Answer the calls a stopped run left without responses, each with `UNFINISHED`."""
+    contents = run.state.contents
+    if contents and contents[-1].role == "model":
+        calls = calls_of(contents[-1])
+        if calls:
+            run.refuse(calls, UNFINISHED)
+
+
 async def _reply(run: Run, request: Request, answer: Answer | None) -> Answer | None:
     """Return the answer to ``request``: the given one, ``wait_for``'s, a decline, or none."""
     if answer is not None and answer.get("id") == request["id"]:
@@ -100,9 +127,21 @@ async def _reply(run: Run, request: Request, answer: Answer | None) -> Answer | 
     return None
 
 
-def _check_bound(answer: Answer, waiting: list[Request]) -> None:
-    """Refuse an answer that is bound to no request the transcript waits on."""
-    if any(request["id"] == answer.get("id") for request in waiting):
+def _check_bound(answer: Answer, waiting: list[Request], refuse_malformed: bool) -> None:
+    """Refuse an answer bound to no request the transcript waits on, or malformed for its own.
+
+    Checked before anything runs, so a refused answer leaves the history (or the session)
+    as it was and the request still waiting.
+    """
+    if not isinstance(answer, Mapping):
+        raise ConfigurationError(
+            f"answer= must be a mapping {{'id': ..., 'ok': ..., 'data'?: ...}}, "
+            f"not {type(answer).__name__}"
+        )
+    bound = next((request for request in waiting if request["id"] == answer.get("id")), None)
+    if bound is not None:
+        if refuse_malformed:
+            _check_shape(answer, bound)
         return
     if not waiting:
         raise ConfigurationError(
@@ -113,6 +152,18 @@ def _check_bound(answer: Answer, waiting: list[Request]) -> None:
     raise ConfigurationError(
         f"answer id {answer.get('id')!r} does not match the pending request(s) {ids}"
     )
+
+
+def _check_shape(answer: Answer, request: Request) -> None:
+    """Refuse an answer to an approval that neither approves nor refuses in a known shape."""
+    if request.get("kind") != APPROVAL:
+        return
+    try:
+        read_answer(answer)
+    except MalformedAnswer as exc:
+        raise ConfigurationError(
+            f"answer to the approval request {request['id']!r} was refused and nothing ran: {exc}"
+        ) from None
 
 
 def _record(run: Run, record: ToolCallRecord, request_id: str) -> None:

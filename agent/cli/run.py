@@ -25,7 +25,7 @@ from agent.cli._options import (
     read_system,
 )
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
-from agent.cli._questions import Asker
+from agent.cli._questions import Asker, parse_answer
 from agent.cli._secrets import scrub_data, scrub_text
 from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.errors import AgentError, ConfigurationError, RunError
@@ -54,9 +54,12 @@ resumed by running it again with --answer and no prompt:
 
 approval: before bash and file changes (--approval ask, the default) the call is shown and
 you answer y, n [reason] or e (type the edited arguments as JSON); --approval edits lets
-file changes through, --approval never-ask asks nothing. Without a terminal, --answer
-gives the reply ("y", "n not now", 'e {{"path": "x.txt", ...}}'); with neither, the run
-ends `pending`.
+file changes through, --approval never-ask asks nothing. Without a terminal, give the
+reply as --answer approval=REPLY ("approval=y", "approval=n not now",
+'approval=e {{"path": "x.txt", ...}}'); a plain --answer answers questions only, never an
+approval. Bind an answer to one request with its id: --answer approval:ID=y,
+--answer question:ID=TEXT. With no answer for it, an approval is refused (or, with no
+--answer at all, the run ends `pending`).
 
 {EXIT_CODES_HELP}"""
 
@@ -87,7 +90,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="TEXT",
-        help="an answer for the `question` tool, used in order; repeatable",
+        help="an answer for the `question` tool, used in order; approval=REPLY answers an "
+        "approval (y, n [reason], e JSON); KIND:ID=TEXT answers only request ID; repeatable",
     )
     add_session_flags(
         parser,
@@ -121,6 +125,8 @@ def command(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if prompt is not None and not prompt.strip():
         raise CliError("run: the prompt is empty")
+    for value in args.answer:
+        parse_answer(value)  # a malformed binding is a usage error before anything starts
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     args.output_type = load_output_type(args.output_schema)
@@ -215,13 +221,16 @@ def _report_end(result: RunResult, failed: str | None, err: TextIO, session: str
     if failed is not None:
         err.write(f"error: {scrub_text(failed)}\n")
     elif result.status == "pending" and result.pending is not None:
-        err.write(f"pending: the model asks:\n{scrub_text(result.pending['prompt'])}\n")
+        pending = result.pending
+        err.write(f"pending: the model asks:\n{scrub_text(pending['prompt'])}\n")
+        reply = f"approval:{pending['id']}=y" if pending.get("kind") == "approval" else "TEXT"
         if session is not None:
             err.write(
-                f"answer with: toolnexus-agent run --session {session} --store ... --answer TEXT\n"
+                f"answer with: toolnexus-agent run --session {session} --store ... "
+                f"--answer {scrub_text(reply)}\n"
             )
         else:
-            err.write("(no terminal to ask on: give answers with --answer TEXT)\n")
+            err.write(f"(no terminal to ask on: give answers with --answer {scrub_text(reply)})\n")
     elif result.status != "completed":
         detail = result.limit or result.reason or ""
         err.write(f"{result.status}: {detail}\n")

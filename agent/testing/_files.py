@@ -169,24 +169,37 @@ class FileStore:
         return Outcome(200, _JSON, [json.dumps(stored.resource()).encode()])
 
     def check_uses(self, body: Any) -> Outcome | None:
-        """Refuse a request whose ``fileData`` names an unknown or not-yet-active file."""
-        for content in (body or {}).get("contents") or []:
-            for part in (content.get("parts") or []) if isinstance(content, dict) else []:
-                data = part.get("fileData") if isinstance(part, dict) else None
-                uri = data.get("fileUri") if isinstance(data, dict) else None
-                found = _URI.match(uri) if isinstance(uri, str) else None
-                if found is None:
-                    continue
-                stored = self.files.get(found[1])
-                if stored is None:
-                    return _missing(found[1])
-                if stored.state != "ACTIVE":
-                    return _error(
-                        400,
-                        "FAILED_PRECONDITION",
-                        f"The File {found[1]} is not in an ACTIVE state and usage is not allowed.",
-                    )
+        """Refuse a request whose ``fileData`` names an unknown or not-yet-active file.
+
+        Files in ``functionResponse.parts`` are checked too.
+        """
+        for file_id in _file_ids((body or {}).get("contents") or []):
+            stored = self.files.get(file_id)
+            if stored is None:
+                return _missing(file_id)
+            if stored.state != "ACTIVE":
+                return _error(
+                    400,
+                    "FAILED_PRECONDITION",
+                    f"The File {file_id} is not in an ACTIVE state and usage is not allowed.",
+                )
         return None
+
+
+def _file_ids(contents: list[Any]) -> list[str]:
+    """Return the ids of the Files API files that ``fileData`` parts name, in order."""
+    found = []
+    for content in contents:
+        for part in (content.get("parts") or []) if isinstance(content, dict) else []:
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            inner = response.get("parts") if isinstance(response, dict) else None
+            for item in [part, *(inner if isinstance(inner, list) else [])]:
+                data = item.get("fileData") if isinstance(item, dict) else None
+                uri = data.get("fileUri") if isinstance(data, dict) else None
+                match = _URI.match(uri) if isinstance(uri, str) else None
+                if match is not None:
+                    found.append(match[1])
+    return found
 
 
 def _field(meta: Mapping[str, Any], name: str) -> Any:

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agent._media import inline_data, media_tokens
 from agent.testing._replies import AUTO, FunctionCallPart, Reply, TextPart
 
 __all__ = ["render_reply", "split_stream", "sse_event"]
@@ -25,9 +26,18 @@ def _tokens(value: Any) -> int:
     return math.ceil(len(json.dumps(value, ensure_ascii=False)) / 4) if value else 0
 
 
+def _content_tokens(contents: Any) -> int:
+    """Estimate the tokens of a request's contents; inline files as Gemini bills them."""
+    blobs = [len(data) for data in inline_data(contents)] if isinstance(contents, list) else []
+    if not blobs:
+        return _tokens(contents)
+    chars = len(json.dumps(contents, ensure_ascii=False)) - sum(blobs)
+    return math.ceil(chars / 4) + sum(media_tokens(size * 3 // 4) for size in blobs)
+
+
 def _estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, int]:
-    """Plausible ``usageMetadata`` for a reply: about four characters per token."""
-    prompt = _tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
+    """Plausible ``usageMetadata`` for a reply: about four characters per token (files by size)."""
+    prompt = _content_tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
     prompt += _tokens(request.get("tools"))
     thoughts = sum(_tokens(p.get("text")) for p in parts if p.get("thought"))
     candidates = sum(_tokens(p) for p in parts if not p.get("thought"))

@@ -226,12 +226,16 @@ INLINE_LIMIT = 100 * 1024 * 1024
 
 
 def _check_inline_size(contents: list[Any]) -> None:
+    """Refuse more inline data than the API takes, files in ``functionResponse.parts`` too."""
     total = 0
     for content in contents:
         for part in (content.get("parts") or []) if isinstance(content, dict) else []:
-            inline = part.get("inlineData") if isinstance(part, dict) else None
-            if isinstance(inline, dict) and isinstance(inline.get("data"), str):
-                total += len(inline["data"]) * 3 // 4
+            response = part.get("functionResponse") if isinstance(part, dict) else None
+            inner = response.get("parts") if isinstance(response, dict) else None
+            for item in [part, *(inner if isinstance(inner, list) else [])]:
+                inline = item.get("inlineData") if isinstance(item, dict) else None
+                if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+                    total += len(inline["data"]) * 3 // 4
     if total > INLINE_LIMIT:
         raise _Invalid(
             f"Request payload size exceeds the limit: {INLINE_LIMIT} bytes. (The request "

@@ -212,3 +212,48 @@ async def test_answered_from_another_process_after_a_restart(tmp_path: Path) -> 
     assert (workspace / "notes.txt").read_text() == "hello"
     response = fake.requests[1].function_responses[0]["response"]
     assert response["isError"] is False and "5" in response["output"]
+
+
+def _pending_write(tmp_path: Path, fake: FakeGemini, store: Any = None) -> Agent:
+    return Agent(
+        toolkit=builtins_in(tmp_path),
+        approval=ApprovalPolicy(tools={"write": "ask"}),
+        store=store,
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
+    )
+
+
+MALFORMED = ["maybe", {"reason": "x"}, 0, {"approved": "false"}, []]
+
+
+async def test_a_malformed_answer_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    from agent import MemoryStore
+
+    store = MemoryStore()
+    fake = FakeGemini([write_call(), write_call(), "Saved."])
+    agent = _pending_write(tmp_path, fake, store)
+    first = await agent.run("Write the notes")
+    on_session = await agent.run("Write the notes", session="s")
+    assert first.pending is not None and on_session.pending is not None
+    saved = await store.get("s")
+    asked = len(fake.requests)
+    for data in MALFORMED:
+        answer: Any = {"id": first.pending["id"], "ok": True, "data": data}
+        with pytest.raises(ConfigurationError, match="neither approves nor refuses") as info:
+            await agent.run(history=first.contents, answer=answer)
+        assert '{"ok": true}' in str(info.value)  # names the shapes it takes
+        session_answer: Any = {**answer, "id": on_session.pending["id"]}
+        with pytest.raises(ConfigurationError, match="nothing ran"):
+            await agent.run(session="s", answer=session_answer)
+    with pytest.raises(ConfigurationError, match="must be a mapping"):
+        await agent.run(history=first.contents, answer="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="boolean 'ok'"):
+        await agent.run(history=first.contents, answer={"id": first.pending["id"], "ok": 1})  # type: ignore[typeddict-item]
+    assert len(fake.requests) == asked  # no request was sent
+    assert list(tmp_path.iterdir()) == []  # the tool did not run
+    assert await store.get("s") == saved  # the session still waits, unchanged
+    # The request still waits: a well-formed answer runs the call.
+    yes: Answer = {"id": on_session.pending["id"], "ok": True, "data": "yes"}
+    done = await agent.run(session="s", answer=yes)
+    assert done.status == "completed"
+    assert (tmp_path / "notes.txt").read_text() == "hello"

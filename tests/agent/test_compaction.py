@@ -7,12 +7,20 @@ from typing import Any
 
 import pytest
 
-from agent import Agent, ClientSettings, Compaction, ConfigurationError, MemoryStore
-from agent._compaction import SUMMARY_PROMPT, exchange_starts, prune
+from agent import (
+    Agent,
+    ClientSettings,
+    Compaction,
+    ConfigurationError,
+    MemoryStore,
+    RetryPolicy,
+    RunLimits,
+)
+from agent._compaction import SUMMARY_PROMPT, estimate_tokens, exchange_starts, prune
 from agent.events import Compacted
-from agent.testing import FakeGemini, function_call
+from agent.testing import FakeGemini, error, function_call
 from tests.agent._loop_support import KEY
-from toolnexus import define_tool, toolkit
+from toolnexus import Attachment, Tool, ToolContext, ToolResult, define_tool, toolkit
 
 BIG = "x" * 2_500
 
@@ -133,3 +141,125 @@ def test_compaction_settings_are_checked() -> None:
         Compaction(trigger_fraction=0)
     with pytest.raises(ConfigurationError):
         Compaction(keep_recent_turns=0)
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000") + b"\x00" * 16
+
+
+def _render(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    size = int(args.get("size", 0))
+    data = PNG + b"\x00" * size
+    return ToolResult("Rendered.", attachments=(Attachment("image/png", data=data, name="p.png"),))
+
+
+RENDER = Tool("render", _render, "Render a plot.", {"type": "object"})
+
+
+def _agent(fake: FakeGemini, model: str = "gemini-2.5-flash", **kw: Any) -> Agent:
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    return Agent(
+        model,
+        toolkit([RENDER, fetch]),
+        limits=RunLimits(retry=RetryPolicy(sleep=sleep, jitter=0.0)),
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
+        **kw,
+    )
+
+
+def _is_summary(body: dict[str, Any]) -> bool:
+    return body["contents"][0]["parts"][0].get("text", "").startswith(SUMMARY_PROMPT)
+
+
+async def test_on_2x_attachments_stay_with_their_call_when_older_turns_are_summarised() -> None:
+    # Gemini 2.x: the tool's file follows the function response in the same user Content,
+    # so that Content is not where an exchange starts.
+    fake = FakeGemini(["Hello.", function_call("render", id=None), "A plot.", "Notes: hi.", "3."])
+    agent = _agent(fake, compaction=Compaction(keep_recent_turns=1))
+    history = (await agent.run("Hi")).contents
+    history = (await agent.run("Plot it", history=history)).contents
+    assert len(history[4]["parts"]) == 3  # the response, "This is file p.png:", the file
+    assert exchange_starts(history) == [0, 2]
+    compacted = await agent.compact(history)
+    assert compacted.contents[1:] == history[3:]  # "Plot it" with its call and file kept
+    assert compacted.contents[0]["parts"][1:] == history[2]["parts"]
+    result = await agent.run("And now?", history=compacted.contents)
+    assert result.text == "3."
+    assert all(request.status == 200 for request in fake.requests), fake.requests[-1].error
+    fake.assert_consumed()
+
+
+async def test_a_summary_longer_than_what_it_replaces_is_refused() -> None:
+    history = [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"text": "hello"}]},
+    ] * 3
+    fake = FakeGemini(["Notes: " + "a very long summary " * 50])
+    agent = _agent(fake, compaction=Compaction(keep_recent_turns=1))
+    result = await agent.compact(history)
+    assert result.contents == history  # kept as it was
+    assert result.usage.total > 0  # the summary call is paid for all the same
+    assert len(fake.requests) == 1
+
+
+async def test_one_503_on_the_summary_call_is_retried() -> None:
+    history = [
+        {"role": "user", "parts": [{"text": f"question {i} " + "x" * 200}]}
+        if j == 0
+        else {"role": "model", "parts": [{"text": f"answer {i}"}]}
+        for i in range(3)
+        for j in range(2)
+    ]
+    fake = FakeGemini([error(503, "UNAVAILABLE"), "Notes: three questions."])
+    agent = _agent(fake, compaction=Compaction(keep_recent_turns=1))
+    result = await agent.compact(history)
+    assert [r.status for r in fake.requests] == [503, 200]
+    assert all(_is_summary(r.body) for r in fake.requests)
+    assert [retry.code for retry in result.retries] == [503]
+    assert result.contents[0]["parts"][0]["text"].endswith("Notes: three questions.")
+    assert len(result.contents) == 2
+
+
+async def test_the_exchange_in_progress_is_pruned_except_its_latest_results() -> None:
+    # One prompt, many tool calls: the only exchange is the one in progress.
+    calls = [function_call("fetch", {"n": n}) for n in range(1, 7)]
+    fake = FakeGemini([*calls, "Read them all."])
+    agent = _agent(
+        fake,
+        "gemini-3-flash-preview",
+        compaction=Compaction(trigger_tokens=2_500, keep_recent_turns=2),
+    )
+    compactions: list[Compacted] = []
+    async for event in agent.stream("Read pages 1 to 6"):
+        if isinstance(event, Compacted):
+            compactions.append(event)
+    assert all(request.status == 200 for request in fake.requests), fake.requests[-1].error
+    assert compactions and all(c.turns_summarised == 0 and c.pruned for c in compactions)
+    (compacted,) = compactions
+    assert (compacted.pruned, compacted.tokens_after < 2_500) == (3, True)
+    sent = fake.requests[4].contents  # the request the compaction shrank
+    results = [c["parts"][0]["functionResponse"]["response"]["output"] for c in sent[2::2]]
+    assert [r.startswith("[pruned to save context: fetch returned") for r in results] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert results[-1] == f"page 4: {BIG}"  # the latest: the model has not read it yet
+    assert not any(_is_summary(r.body) for r in fake.requests)  # nothing older to summarise
+
+
+async def test_an_inline_file_counts_as_tokens_not_as_its_base64() -> None:
+    # 300 KB of image is some hundreds of tokens to Gemini, not 100,000 characters of JSON.
+    fake = FakeGemini([function_call("render", {"size": 300_000}, id=None), "A plot.", "Yes."])
+    store = MemoryStore()
+    policy = Compaction(trigger_tokens=20_000, keep_recent_turns=1)
+    agent = _agent(fake, compaction=policy, store=store)
+    await agent.run("Plot it", session="s")
+    result = await agent.run("Is it nice?", session="s")
+    assert result.text == "Yes."
+    assert not any(_is_summary(r.body) for r in fake.requests)
+    assert estimate_tokens(result.contents) < 5_000

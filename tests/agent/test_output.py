@@ -10,7 +10,7 @@ import pytest
 from typing_extensions import TypedDict
 
 import toolnexus as tn
-from agent import Agent, ClientSettings, ModelError, ModelSettings, RetryPolicy
+from agent import Agent, ClientSettings, MemoryStore, ModelError, ModelSettings, RetryPolicy
 from agent.testing import FakeGemini, function_call, json_output, reply
 from tests.agent._loop_support import with_retry
 
@@ -173,3 +173,80 @@ def test_output_function_name_avoids_a_user_tool() -> None:
     )
     assert agent.output is not None and agent.output.tool_name == "final_output"
     assert [d["name"] for d in agent.declarations] == ["final_result", "final_output"]
+
+
+def _writer(tmp_path: Any) -> tn.Tool:
+    @tn.define_tool
+    def write_note(text: str) -> str:
+        """Write a note to notes.txt."""
+        (tmp_path / "notes.txt").write_text(text, encoding="utf-8")
+        return f"wrote {len(text)} characters"
+
+    return write_note
+
+
+async def test_output_beside_a_call_runs_the_call_then_completes(tmp_path: Any) -> None:
+    store = MemoryStore()
+    fake = FakeGemini(
+        [
+            reply(
+                function_call("write_note", {"text": "hello"}, id=None),
+                function_call("final_result", {"city": "Paris", "temp_c": 21}, id=None),
+                signature=None,
+            ),
+            reply(
+                function_call("final_result", {"city": "Paris", "temp_c": 19}, id=None),
+                signature=None,
+            ),
+        ]
+    )
+    agent = agent_on(
+        fake, "gemini-2.5-flash", [_writer(tmp_path)], output_type=Weather, store=store
+    )
+    result = await agent.run("Note it, then the weather in Paris?", session="s")
+    assert (result.status, result.output) == ("completed", Weather(city="Paris", temp_c=21))
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "hello"  # the call ran
+    assert [(c.name, c.result.is_error) for c in result.tool_calls] == [
+        ("write_note", False),
+        ("final_result", False),
+    ]
+    assert result.tool_calls[0].result.output == "wrote 5 characters"
+    responses = [p["functionResponse"] for p in result.contents[-1]["parts"]]
+    assert [r["name"] for r in responses] == ["write_note", "final_result"]
+    assert responses[1]["response"]["output"] == "Final result accepted."
+    # The saved session is valid history: the strict fake takes it on the next run.
+    again = await agent.run("And yesterday?", session="s")
+    fake.assert_consumed()
+    assert all(request.status == 200 for request in fake.requests)
+    assert again.output == Weather(city="Paris", temp_c=19)
+    assert [c["role"] for c in fake.requests[-1].contents] == ["user", "model", "user", "user"]
+
+
+async def test_a_rejected_output_beside_a_call_runs_the_call_and_asks_again(
+    tmp_path: Any,
+) -> None:
+    fake = FakeGemini(
+        [
+            reply(
+                function_call("final_result", {"city": "Paris"}, id=None),
+                function_call("write_note", {"text": "hi"}, id=None),
+                signature=None,
+            ),
+            reply(
+                function_call("final_result", {"city": "Paris", "temp_c": 21}, id=None),
+                signature=None,
+            ),
+        ]
+    )
+    agent = agent_on(fake, "gemini-2.5-flash", [_writer(tmp_path)], output_type=Weather)
+    result = await agent.run("Note it, then the weather in Paris?")
+    fake.assert_consumed()
+    assert (result.status, result.output) == ("completed", Weather(city="Paris", temp_c=21))
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "hi"
+    assert [c.name for c in result.tool_calls] == ["final_result", "write_note", "final_result"]
+    sent = fake.requests[1].function_responses
+    assert [r["name"] for r in sent] == ["final_result", "write_note"]
+    assert sent[0]["response"]["isError"] is True
+    assert "`temp_c`: Field required" in sent[0]["response"]["output"]
+    assert sent[1]["response"] == {"output": "wrote 2 characters", "isError": False}
+    assert all(request.status == 200 for request in fake.requests)

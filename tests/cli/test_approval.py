@@ -23,7 +23,9 @@ BUILTINS = ("--disable", "webfetch")
 def test_run_asks_before_write_and_y_approves(cli: Cli, workdir: Path) -> None:
     fake = FakeGemini([WRITE, "Written."])
     with fake.serve() as server:
-        code, _out, err = cli("run", *BUILTINS, "--answer", "y", "Write notes", server=server)
+        code, _out, err = cli(
+            "run", *BUILTINS, "--answer", "approval=y", "Write notes", server=server
+        )
     assert code == 0, err
     assert '? Allow write {"path": "notes.txt", "content": "hello"}? [y]es' in err
     assert (workdir / "notes.txt").read_text() == "hello"
@@ -32,7 +34,9 @@ def test_run_asks_before_write_and_y_approves(cli: Cli, workdir: Path) -> None:
 def test_run_n_with_a_reason_refuses_and_the_model_reads_it(cli: Cli, workdir: Path) -> None:
     fake = FakeGemini([WRITE, "OK, I will not."])
     with fake.serve() as server:
-        code, _out, err = cli("run", *BUILTINS, "--answer", "n not now", "Write", server=server)
+        code, _out, err = cli(
+            "run", *BUILTINS, "--answer", "approval=n not now", "Write", server=server
+        )
     assert code == 0, err
     assert not (workdir / "notes.txt").exists()
     sent = fake.requests[1].function_responses[0]["response"]
@@ -40,7 +44,7 @@ def test_run_n_with_a_reason_refuses_and_the_model_reads_it(cli: Cli, workdir: P
 
 
 def test_run_e_approves_with_edited_arguments(cli: Cli, workdir: Path) -> None:
-    edit = 'e {"path": "other.txt", "content": "edited"}'
+    edit = 'approval=e {"path": "other.txt", "content": "edited"}'
     fake = FakeGemini([WRITE, "Written."])
     with fake.serve() as server:
         code, _out, err = cli("run", *BUILTINS, "--answer", edit, "Write", server=server)
@@ -76,7 +80,7 @@ def test_pending_approval_resumes_with_answer_from_a_session(cli: Cli, workdir: 
         assert "Allow write" in err
         assert not (workdir / "notes.txt").exists()
         code, out, err = cli(
-            "run", "--session", "s", "--store", "s.db", "--answer", "y", server=server
+            "run", "--session", "s", "--store", "s.db", "--answer", "approval=y", server=server
         )
     assert code == 0, err
     assert out == "Written at last.\n"
@@ -188,7 +192,7 @@ def test_batch_refuses_what_would_ask_unless_the_task_allows_it(cli: Cli, workdi
 def test_a_reply_that_is_not_y_n_or_e_is_asked_again(cli: Cli, workdir: Path) -> None:
     # Enter or `ok` used to refuse the call silently; now the question comes again.
     fake = FakeGemini([WRITE, "Written."])
-    answers = ("--answer", "", "--answer", "ok", "--answer", "y")
+    answers = ("--answer", "approval=", "--answer", "approval=ok", "--answer", "approval=y")
     with fake.serve() as server:
         code, _out, err = cli("run", *BUILTINS, *answers, "Write notes", server=server)
     assert code == 0, err
@@ -201,8 +205,65 @@ def test_a_reply_that_is_not_y_n_or_e_is_asked_again(cli: Cli, workdir: Path) ->
 def test_no_y_n_or_e_answer_refuses(cli: Cli, workdir: Path) -> None:
     fake = FakeGemini([WRITE, "Not written."])
     with fake.serve() as server:
-        code, _out, err = cli("run", *BUILTINS, "--answer", "ok", "Write notes", server=server)
+        code, _out, err = cli(
+            "run", *BUILTINS, "--answer", "approval=ok", "Write notes", server=server
+        )
     assert code == 0, err
     assert not (workdir / "notes.txt").exists()
     sent = fake.requests[1].function_responses[0]["response"]
     assert sent["isError"] and "no answer was given" in sent["output"]
+
+
+BASH = function_call("bash", {"command": "touch ran.txt"})
+QUESTION = function_call("question", {"questions": [{"question": "Go ahead?"}]})
+
+
+def test_an_answer_meant_for_a_question_never_approves_a_call(cli: Cli, workdir: Path) -> None:
+    # The model runs bash before it asks: `--answer yes` is for the question only.
+    fake = FakeGemini([BASH, QUESTION, "Done."])
+    with fake.serve() as server:
+        code, _out, err = cli("run", *BUILTINS, "--answer", "yes", "Go", server=server)
+    assert code == 0, err
+    assert not (workdir / "ran.txt").exists()
+    refused = fake.requests[1].function_responses[0]["response"]
+    assert refused["isError"] and "no answer was given" in refused["output"]
+    assert fake.requests[2].function_responses[0]["response"]["output"] == '"yes"'
+
+
+def test_an_approval_answer_never_answers_a_question(cli: Cli, workdir: Path) -> None:
+    fake = FakeGemini([QUESTION, BASH, "Done."])
+    answers = ("--answer", "approval=y", "--answer", "Sure")
+    with fake.serve() as server:
+        code, _out, err = cli("run", *BUILTINS, *answers, "Go", server=server)
+    assert code == 0, err
+    assert fake.requests[1].function_responses[0]["response"]["output"] == '"Sure"'
+    assert (workdir / "ran.txt").exists()
+
+
+def test_an_answer_bound_to_an_id_answers_only_that_request(cli: Cli, workdir: Path) -> None:
+    fake = FakeGemini([BASH, "Not run.", BASH, "Ran it."])
+
+    def resume(session: str, answer: str | None) -> tuple[int, str, str]:
+        store = ("--session", session, "--store", "s.db")
+        code, _, err = cli("run", *BUILTINS, *store, "Go", server=server)
+        assert code == 3, err
+        (hint,) = [line for line in err.splitlines() if line.startswith("answer with:")]
+        bound = hint.rsplit("--answer ", 1)[1]
+        assert bound.startswith("approval:approval-") and bound.endswith("=y")
+        return cli("run", *BUILTINS, *store, "--answer", answer or bound, server=server)
+
+    with fake.serve() as server:
+        code, out, err = resume("a", "approval:approval-0000=y")  # another request's id
+        assert (code, out) == (0, "Not run.\n"), err
+        assert not (workdir / "ran.txt").exists()
+        declined = fake.requests[1].function_responses[0]["response"]
+        assert declined["isError"] and "no answer was given" in declined["output"]
+        code, out, err = resume("b", None)  # the id the pending run printed
+    assert (code, out) == (0, "Ran it.\n"), err
+    assert (workdir / "ran.txt").exists()
+
+
+def test_an_answer_bound_to_an_empty_id_is_a_usage_error(cli: Cli) -> None:
+    code, _out, err = cli("run", "--answer", "approval:=y", "Go")
+    assert code == 2
+    assert "--answer 'approval:=y': give the request id after 'approval:'" in err
