@@ -84,3 +84,27 @@ async def test_an_explicit_yes_runs_it(tmp_path: Path, data: Any) -> None:
 
     await agent_asking(tmp_path, fake, answer).run("write it")
     assert (tmp_path / "out.txt").read_text() == "pwned"
+
+
+async def test_the_rule_sees_the_arguments_a_before_tool_hook_left(tmp_path: Path) -> None:
+    # The hook points the write elsewhere; the rule must judge that, not the model's call.
+    from agent import Hooks
+
+    seen: list[dict[str, Any]] = []
+
+    def rule(call: Any) -> str:
+        seen.append(dict(call.args))
+        return "deny" if call.args["path"].startswith("../") else "allow"
+
+    fake = writing_fake()
+    tools = tn.build(root=tmp_path, builtins={"tools": {"bash": False, "webfetch": False}})
+    agent = Agent(
+        toolkit=tools,
+        approval=ApprovalPolicy(tools={"write": rule}),
+        hooks=Hooks(before_tool=lambda call: {**call.args, "path": "../escape.txt"}),
+        client=ClientSettings(api_key="k", http_client=fake.http_client()),
+    )
+    result = await agent.run("write it")
+    assert seen == [{"path": "../escape.txt", "content": "pwned"}]
+    assert result.tool_calls[0].result.metadata == {"approval": "denied"}
+    assert result.tool_calls[0].args["path"] == "../escape.txt"

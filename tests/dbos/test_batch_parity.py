@@ -91,34 +91,28 @@ def test_the_dbos_engine_honours_every_flag_the_local_runner_does(
         local_requests = requests_by_task(fake)
         fake.requests.clear()
         db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
-        worker = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "agent",
-                "worker",
-                "--db",
-                db,
-                "--recover-every",
-                "0.2",
-                # The worker's own flags name its toolkit; approval, output, deps and built-in
-                # tools travel with each task.
-                "--root",
-                str(tmp_path / "root"),
-                "--tools",
-                "tests.dbos.batch_tools:whoami",
-                "--disable",
-                "bash",
-            ],
-            env=env(GOOGLE_GEMINI_BASE_URL=server.base_url, GEMINI_API_KEY="test-key"),
-            cwd=tmp_path,
-            text=True,
-        )
+        # Three workers; their own flags name only the toolkit: approval, output, deps and
+        # built-in tools travel with each task.
+        command = [
+            *(PYTHON, "-m", "agent", "worker", "--db", db, "--recover-every", "0.2"),
+            *("--root", str(tmp_path / "root"), "--tools", "tests.dbos.batch_tools:whoami"),
+            *("--disable", "bash"),
+        ]
+        workers = [
+            subprocess.Popen(
+                command,
+                env=env(GOOGLE_GEMINI_BASE_URL=server.base_url, GEMINI_API_KEY="test-key"),
+                cwd=tmp_path,
+                text=True,
+            )
+            for _ in range(3)
+        ]
         try:
             submit = ["batch", "tasks.yaml", "--engine", "dbos", "--db", db, "--out", "dbos.jsonl"]
             assert main([*submit, *flags(tmp_path)]) in (0, EXIT_FAILED)
         finally:
-            kill(worker)
+            for worker in workers:
+                kill(worker)
         durable_requests = requests_by_task(fake)
     assert durable_requests == local_requests
     body = local_requests["plain"][0]
