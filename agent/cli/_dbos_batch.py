@@ -1,7 +1,8 @@
 """The distributed batch on DBOS, shared by ``batch --engine dbos``, ``worker``, ``batch-status``.
 
 A batch is a DBOS queue named after it; each task is a workflow on that queue whose id is
-``BATCH:TASK_ID``, so submitting the same batch again adds nothing. Workers (any number,
+``BATCH:TASK_ID`` (the task id escaped, see `task_workflow_id`), so submitting the same
+batch again adds nothing. Workers (any number,
 on any machine that reaches the database) dequeue the tasks and run each as a durable
 agent run (`agent.dbos.run_durably`). The queue's limits live in the database and hold
 across workers: ``--concurrency`` tasks at once in all, ``--worker-concurrency`` per
@@ -26,7 +27,9 @@ import json
 import os
 import re
 import socket
+import string
 import sys
+import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -61,6 +64,8 @@ __all__ = [
     "dbos_config",
     "redact",
     "submit",
+    "task_of",
+    "task_workflow_id",
 ]
 
 APP_NAME = "toolnexus-agent"
@@ -150,6 +155,47 @@ def _engine(url: str) -> sa.Engine:
     return sa.create_engine(parsed)
 
 
+_PLAIN = frozenset(string.ascii_letters + string.digits + "_.")
+"""The characters a task id keeps as they are in its workflow id."""
+
+
+def task_workflow_id(batch: str, task_id: str) -> str:
+    """Return the workflow id of a batch's task: ``BATCH:`` and the task id, escaped.
+
+    DBOS names the child workflows of a workflow ``PARENT-N`` (under ``--rpm`` each model
+    call of a task is one), so a task ``t1`` has children ``BATCH:t1-2``, ``BATCH:t1-6``. In
+    the escaped id every character but letters, digits, ``_`` and ``.`` is written ``%XX``
+    (its UTF-8 bytes, ``-`` as ``%2D``): a task's workflow id never holds a ``-`` after
+    the batch name, which holds no ``:``, so no task id can take another task's child's id.
+
+    Raises:
+        CliError: The id holds a NUL or is not valid Unicode text: the batch database keeps
+            ids and records as text, which cannot hold them.
+    """
+    if "\x00" in task_id:
+        raise CliError(
+            f"batch: the task id {task_id!r} holds a NUL character, which a batch database "
+            "cannot store; choose another id"
+        )
+    try:
+        escaped = "".join(
+            char if char in _PLAIN else "".join(f"%{byte:02X}" for byte in char.encode())
+            for char in task_id
+        )
+    except UnicodeEncodeError:
+        raise CliError(
+            f"batch: the task id {task_id!r} is not valid Unicode text (a lone surrogate), "
+            "which a batch database cannot store; choose another id"
+        ) from None
+    return f"{batch}:{escaped}"
+
+
+def task_of(workflow_id: str) -> tuple[str, str]:
+    """Return the batch name and the task id of a task's workflow id (`task_workflow_id`)."""
+    batch, _, escaped = workflow_id.partition(":")
+    return batch, urllib.parse.unquote(escaped)
+
+
 def queues(batch: str) -> tuple[str, str]:
     """Return the names of a batch's task queue and model-call queue."""
     return f"toolnexus-{batch}", f"toolnexus-{batch}-model"
@@ -178,6 +224,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     url = db_url(args.db)
     system = read_system(args.system)
     output_schema = _output_schema(args.output_schema)
+    ids = {task.id: task_workflow_id(batch, task.id) for task in tasks}
     task_queue, model_queue = queues(batch)
     with client(url) as dbos:
         dbos.register_queue(
@@ -194,13 +241,17 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                 polling_interval_sec=POLLING_INTERVAL / 2,
                 on_conflict="always_update",
             )
+        # Tasks only: the model calls' permits are workflows of the batch too.
         known = {
-            status.workflow_id
+            task_of(status.workflow_id)[1]
             for status in dbos.list_workflows(
-                workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
+                name=TASK_WORKFLOW,
+                workflow_id_prefix=f"{batch}:",
+                load_input=False,
+                load_output=False,
             )
         }
-        todo = [task for task in tasks if f"{batch}:{task.id}" not in known]
+        todo = [task for task in tasks if task.id not in known]
         # One transaction for the whole batch: it is enqueued entirely or not at all.
         engine = _engine(url)
         try:
@@ -225,7 +276,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                     options: EnqueueOptions = {
                         "workflow_name": TASK_WORKFLOW,
                         "queue_name": task_queue,
-                        "workflow_id": f"{batch}:{task.id}",
+                        "workflow_id": ids[task.id],
                         "app_version": APP_VERSION,
                     }
                     dbos.enqueue_in_transaction(connection, options, payload)
