@@ -122,7 +122,8 @@ def _check_waits(run_id: str, waiting: Any, request_id: str) -> None:
     if not isinstance(waiting, Mapping):
         raise ConfigurationError(
             f"send: run {run_id!r} waits on no request (it has not asked, its request was "
-            f"answered or timed out, or it ended): the answer to {request_id!r} was not sent"
+            "answered or timed out, it ended, or there is no such run): the answer to "
+            f"{request_id!r} was not sent"
         )
     if waiting.get("id") != request_id:
         raise ConfigurationError(

@@ -160,6 +160,18 @@ def test_what_send_delivers_becomes_the_answer() -> None:
         assert as_answer(message, request) is None, message  # type: ignore[arg-type]
 
 
+async def test_send_refuses_an_answer_of_the_wrong_shape() -> None:
+    cases = {
+        "ok must be true or false, got 'false'": {"id": "q1", "ok": "false"},
+        "ok must be true or false, got 0": {"id": "q1", "ok": 0},
+        "holds id, ok and data only, not reason": {"id": "q1", "ok": False, "reason": "x"},
+        "the answer's id 'q2' is not request_id='q1'": {"id": "q2", "ok": True},
+    }
+    for message, answer in cases.items():
+        with pytest.raises(ConfigurationError, match=message):
+            await send("ask-1", answer, request_id="q1")
+
+
 async def test_an_answer_counts_only_for_the_request_the_run_waits_on() -> None:
     HELD.clear()
     RELEASED.clear()
@@ -180,6 +192,9 @@ async def test_an_answer_counts_only_for_the_request_the_run_waits_on() -> None:
         assert theirs is not None
         with pytest.raises(ConfigurationError, match=f"waits on request {theirs['id']!r}"):
             await send("bind-other", "yes", request_id=first["id"])
+        assert await pending("bind-other") == theirs
+        with pytest.raises(ConfigurationError, match="'nobody' waits on no request"):
+            await send("nobody", "yes", request_id=first["id"])
         with pytest.raises(ConfigurationError, match="name the request this answers"):
             await send("bind-1", "eu-west")
         await send("bind-1", "eu-west", request_id=first["id"])
