@@ -2,12 +2,12 @@
 
 A batch is a DBOS queue named after it; each task is a workflow on that queue whose id is
 ``BATCH:TASK_ID`` (the task id escaped, see `task_workflow_id`), so submitting the same
-batch again adds nothing. Workers (any number,
-on any machine that reaches the database) dequeue the tasks and run each as a durable
-agent run (`agent.dbos.run_durably`). The queue's limits live in the database and hold
-across workers: ``--concurrency`` tasks at once in all, ``--worker-concurrency`` per
-worker. ``--rpm`` puts every model call of the batch through a second, rate-limited queue
-(a tiny workflow per call), so the budget holds whatever the number of workers.
+batch again adds nothing. Workers (any number, on any machine that reaches the database)
+dequeue the tasks and run each as a durable agent run (`agent.dbos.run_durably`). The
+queue's limits live in the database and hold across workers: ``--concurrency`` tasks at
+once in all, ``--worker-concurrency`` per worker. ``--rpm`` puts every model call of the
+batch through a second, rate-limited queue (a tiny workflow per call), so the budget holds
+whatever the number of workers.
 
 A worker that dies leaves its tasks ``PENDING`` under its executor id. Each worker holds a
 lock for its life (a Postgres advisory lock, or a file lock next to a SQLite database);
