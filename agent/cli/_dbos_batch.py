@@ -1,17 +1,19 @@
 """The distributed batch on DBOS, shared by ``batch --engine dbos``, ``worker``, ``batch-status``.
 
 A batch is a DBOS queue named after it; each task is a workflow on that queue whose id is
-``BATCH:TASK_ID``, so submitting the same batch again adds nothing. Workers (any number,
-on any machine that reaches the database) dequeue the tasks and run each as a durable
-agent run (`agent.dbos.run_durably`). The queue's limits live in the database and hold
-across workers: ``--concurrency`` tasks at once in all, ``--worker-concurrency`` per
-worker. ``--rpm`` puts every model call of the batch through a second, rate-limited queue
-(a tiny workflow per call), so the budget holds whatever the number of workers.
+``BATCH:TASK_ID`` (the task id escaped, see `task_workflow_id`), so submitting the same
+batch again adds nothing. Workers (any number, on any machine that reaches the database)
+dequeue the tasks and run each as a durable agent run (`agent.dbos.run_durably`). The
+queue's limits live in the database and hold across workers: ``--concurrency`` tasks at
+once in all, ``--worker-concurrency`` per worker. ``--rpm`` puts every model call of the
+batch through a second, rate-limited queue (a tiny workflow per call), so the budget holds
+whatever the number of workers.
 
 A worker that dies leaves its tasks ``PENDING`` under its executor id. Each worker holds a
 lock for its life (a Postgres advisory lock, or a file lock next to a SQLite database);
-the others see the lock free and hand the dead worker's tasks back to the queue, where
-they resume from their last finished step.
+the others, when they find the lock free on every look for ``--dead-after`` seconds, hand
+the dead worker's tasks back to the queue, where they resume from their last finished
+step. A live worker whose lock's connection dropped takes its lock again in that time.
 
 This module imports ``dbos``; the subcommands import it only when they run.
 """
@@ -26,9 +28,12 @@ import json
 import os
 import re
 import socket
+import string
 import sys
+import time
+import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -52,8 +57,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APP_NAME",
+    "DATABASE_ERRORS",
     "DEFAULT_DB",
     "TASK_WORKFLOW",
+    "DeadWorkers",
     "Liveness",
     "WorkerRuntime",
     "client",
@@ -61,6 +68,8 @@ __all__ = [
     "dbos_config",
     "redact",
     "submit",
+    "task_of",
+    "task_workflow_id",
 ]
 
 APP_NAME = "toolnexus-agent"
@@ -142,12 +151,53 @@ def client(url: str) -> Iterator[DBOSClient]:
         dbos_client.destroy()
 
 
-def _engine(url: str) -> sa.Engine:
+def _engine(url: str, **connect_args: Any) -> sa.Engine:
     """Return an engine on the batch database (psycopg 3 for Postgres, as DBOS uses)."""
     parsed = sa.make_url(url)
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return sa.create_engine(parsed)
+    return sa.create_engine(parsed, connect_args=connect_args)
+
+
+_PLAIN = frozenset(string.ascii_letters + string.digits + "_.")
+"""The characters a task id keeps as they are in its workflow id."""
+
+
+def task_workflow_id(batch: str, task_id: str) -> str:
+    """Return the workflow id of a batch's task: ``BATCH:`` and the task id, escaped.
+
+    DBOS names the child workflows of a workflow ``PARENT-N`` (under ``--rpm`` each model
+    call of a task is one), so a task ``t1`` has children ``BATCH:t1-2``, ``BATCH:t1-6``. In
+    the escaped id every character but letters, digits, ``_`` and ``.`` is written ``%XX``
+    (its UTF-8 bytes, ``-`` as ``%2D``): a task's workflow id never holds a ``-`` after
+    the batch name, which holds no ``:``, so no task id can take another task's child's id.
+
+    Raises:
+        CliError: The id holds a NUL or is not valid Unicode text: the batch database keeps
+            ids and records as text, which cannot hold them.
+    """
+    if "\x00" in task_id:
+        raise CliError(
+            f"batch: the task id {task_id!r} holds a NUL character, which a batch database "
+            "cannot store; choose another id"
+        )
+    try:
+        escaped = "".join(
+            char if char in _PLAIN else "".join(f"%{byte:02X}" for byte in char.encode())
+            for char in task_id
+        )
+    except UnicodeEncodeError:
+        raise CliError(
+            f"batch: the task id {task_id!r} is not valid Unicode text (a lone surrogate), "
+            "which a batch database cannot store; choose another id"
+        ) from None
+    return f"{batch}:{escaped}"
+
+
+def task_of(workflow_id: str) -> tuple[str, str]:
+    """Return the batch name and the task id of a task's workflow id (`task_workflow_id`)."""
+    batch, _, escaped = workflow_id.partition(":")
+    return batch, urllib.parse.unquote(escaped)
 
 
 def queues(batch: str) -> tuple[str, str]:
@@ -178,6 +228,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     url = db_url(args.db)
     system = read_system(args.system)
     output_schema = _output_schema(args.output_schema)
+    ids = {task.id: task_workflow_id(batch, task.id) for task in tasks}
     task_queue, model_queue = queues(batch)
     with client(url) as dbos:
         dbos.register_queue(
@@ -194,13 +245,17 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                 polling_interval_sec=POLLING_INTERVAL / 2,
                 on_conflict="always_update",
             )
+        # Tasks only: the model calls' permits are workflows of the batch too.
         known = {
-            status.workflow_id
+            task_of(status.workflow_id)[1]
             for status in dbos.list_workflows(
-                workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
+                name=TASK_WORKFLOW,
+                workflow_id_prefix=f"{batch}:",
+                load_input=False,
+                load_output=False,
             )
         }
-        todo = [task for task in tasks if f"{batch}:{task.id}" not in known]
+        todo = [task for task in tasks if task.id not in known]
         # One transaction for the whole batch: it is enqueued entirely or not at all.
         engine = _engine(url)
         try:
@@ -225,7 +280,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                     options: EnqueueOptions = {
                         "workflow_name": TASK_WORKFLOW,
                         "queue_name": task_queue,
-                        "workflow_id": f"{batch}:{task.id}",
+                        "workflow_id": ids[task.id],
                         "app_version": APP_VERSION,
                     }
                     dbos.enqueue_in_transaction(connection, options, payload)
@@ -374,8 +429,12 @@ def executor_id() -> str:
 class Liveness(Protocol):
     """A lock each worker holds while it lives, which the others can test."""
 
-    def is_dead(self, executor: str) -> bool:
-        """Return whether the worker ``executor`` no longer holds its lock."""
+    def is_free(self, executor: str) -> bool:
+        """Return whether the worker ``executor``'s lock is free right now."""
+        ...
+
+    def renew(self) -> bool:
+        """Make sure this worker holds its lock; return whether it had to take it again."""
         ...
 
     def close(self) -> None:
@@ -383,38 +442,75 @@ class Liveness(Protocol):
         ...
 
 
+DATABASE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError, OSError)
+"""What a lost or unreachable database raises: a worker retries on these, never dies."""
+
+CONNECT_TIMEOUT = 10
+"""Seconds a worker's lock connection waits for the database when it reconnects."""
+
+
 @dataclass
 class _PostgresLiveness:
-    """Session advisory locks: the server drops a dead worker's with its connection."""
+    """Session advisory locks: the server drops a worker's with its connection.
 
-    connection: sa.Connection
+    The server also drops it when the connection alone is lost (a database restart, a
+    network cut, an administrator ending the session) while the worker lives on: `renew`
+    then takes it again on a new connection, and the others wait `DeadWorkers.dead_after`
+    before they take a free lock for a dead worker.
+    """
+
+    engine: sa.Engine
+    executor: str
+    connection: sa.Connection | None = None
 
     _SPACE = 0x746E  # keeps these locks apart from any other advisory locks in the database
 
     @classmethod
     def hold(cls, url: str, executor: str) -> _PostgresLiveness:
-        connection = _engine(url).connect().execution_options(isolation_level="AUTOCOMMIT")
-        connection.execute(
-            sa.text("SELECT pg_advisory_lock(:space, hashtext(:id))"),
-            {"space": cls._SPACE, "id": executor},
-        )
-        return cls(connection)
+        liveness = cls(_engine(url, connect_timeout=CONNECT_TIMEOUT), executor)
+        liveness.renew()
+        return liveness
 
-    def is_dead(self, executor: str) -> bool:
+    def renew(self) -> bool:
+        if self.connection is not None and not self.connection.invalidated:
+            try:
+                self.connection.execute(sa.text("SELECT 1"))
+                return False  # the session lives, so does its lock
+            except sa.exc.DBAPIError:
+                pass  # the session is gone, and its lock with it: take it again below
+        self._drop()
+        connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            connection.execute(
+                sa.text("SELECT pg_advisory_lock(:space, hashtext(:id))"),
+                {"space": self._SPACE, "id": self.executor},
+            )
+        except BaseException:
+            connection.close()
+            raise
+        self.connection = connection
+        return True
+
+    def is_free(self, executor: str) -> bool:
+        connection = self.connection
+        assert connection is not None, "renew() takes the lock first"
         params = {"space": self._SPACE, "id": executor}
-        got = self.connection.execute(
+        got = connection.execute(
             sa.text("SELECT pg_try_advisory_lock(:space, hashtext(:id))"), params
         ).scalar()
         if got:
-            self.connection.execute(
-                sa.text("SELECT pg_advisory_unlock(:space, hashtext(:id))"), params
-            )
+            connection.execute(sa.text("SELECT pg_advisory_unlock(:space, hashtext(:id))"), params)
         return bool(got)
 
+    def _drop(self) -> None:
+        if self.connection is not None:
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                self.connection.close()
+            self.connection = None
+
     def close(self) -> None:
-        engine = self.connection.engine
-        self.connection.close()
-        engine.dispose()
+        self._drop()
+        self.engine.dispose()
 
 
 @dataclass
@@ -433,7 +529,10 @@ class _FileLiveness:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return cls(folder, fd)
 
-    def is_dead(self, executor: str) -> bool:
+    def renew(self) -> bool:
+        return False  # a file lock lives as long as the process: no connection to lose
+
+    def is_free(self, executor: str) -> bool:
         path = self.folder / f"{executor}.lock"
         try:
             fd = os.open(path, os.O_RDWR)
@@ -459,8 +558,61 @@ def hold_liveness(url: str, executor: str) -> Liveness:
     return _PostgresLiveness.hold(url, executor)
 
 
-async def recover_dead(liveness: Liveness, me: str) -> list[str]:
-    """Hand the tasks of dead workers back to their queues; return those workers' ids."""
+DEFAULT_DEAD_AFTER = 10.0
+"""Seconds another worker's lock must stay free before that worker is taken for dead."""
+
+
+class DeadWorkers:
+    """Which other workers are gone: their lock found free on every look for a while.
+
+    A lock found free once is not enough: a live worker whose lock connection dropped takes
+    its lock again at its next look (`Liveness.renew`), and taking its tasks meanwhile
+    would run them twice and report the tools it is finishing as cut off.
+
+    Args:
+        liveness: This worker's lock, which tests the others'.
+        me: This worker's executor id (never dead to itself).
+        dead_after: Seconds a lock must stay free; ``0`` takes a free lock at once.
+        clock: Where the seconds come from (a monotonic clock).
+    """
+
+    def __init__(
+        self,
+        liveness: Liveness,
+        me: str,
+        dead_after: float = DEFAULT_DEAD_AFTER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.liveness = liveness
+        self.me = me
+        self.dead_after = dead_after
+        self._clock = clock
+        self._free_since: dict[str, float] = {}
+
+    def gone(self, executors: Iterable[str]) -> list[str]:
+        """Look at the locks of ``executors``; return those free for `dead_after` seconds."""
+        now = self._clock()
+        free_since: dict[str, float] = {}
+        dead: list[str] = []
+        for executor in sorted(set(executors) - {self.me}):
+            if not self.liveness.is_free(executor):
+                continue
+            since = self._free_since.get(executor, now)
+            if now - since >= self.dead_after:
+                dead.append(executor)
+            else:
+                free_since[executor] = since
+        self._free_since = free_since
+        return dead
+
+
+async def recover_dead(watch: DeadWorkers) -> list[str]:
+    """Hand the tasks of dead workers back to their queues; return those workers' ids.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: The database was lost on the way (as the other
+            `DATABASE_ERRORS`); nobody was taken for dead.
+    """
     import asyncio
 
     pending = await DBOS.list_workflows_async(status="PENDING", load_input=False, load_output=False)
@@ -468,8 +620,8 @@ async def recover_dead(liveness: Liveness, me: str) -> list[str]:
         status.executor_id
         for status in pending
         if status.executor_id and status.executor_id.startswith(WORKER_PREFIX)
-    } - {me}
-    dead = [executor for executor in sorted(others) if liveness.is_dead(executor)]
+    }
+    dead = await asyncio.to_thread(watch.gone, others)
     if dead:
         # DBOS has no public call for this without its Conductor service: it is what
         # Conductor does when an executor goes away (its workflows go back to the queue).

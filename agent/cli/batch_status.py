@@ -165,7 +165,7 @@ def redraw(lines: Sequence[str], drawn: int) -> str:
 
 
 def _read(client: DBOSClient, name: str | None) -> list[Progress]:
-    from agent.cli._dbos_batch import TASK_WORKFLOW
+    from agent.cli._dbos_batch import TASK_WORKFLOW, task_of
 
     statuses = client.list_workflows(
         name=TASK_WORKFLOW,
@@ -174,7 +174,7 @@ def _read(client: DBOSClient, name: str | None) -> list[Progress]:
     )
     batches: dict[str, Progress] = {}
     for status in statuses:
-        batch, _, task_id = status.workflow_id.partition(":")
+        batch, task_id = task_of(status.workflow_id)
         progress = batches.setdefault(batch, Progress(batch))
         if status.status in ("ENQUEUED", "DELAYED"):
             progress.waiting += 1

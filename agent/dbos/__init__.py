@@ -7,13 +7,17 @@ Example::
 
     from dbos import DBOS
     from agent import Agent
-    from agent.dbos import DurableAgent, send
+    from agent.dbos import DurableAgent, pending, send
 
     durable = DurableAgent(Agent(toolkit=tk), name="support")   # at import time
 
     DBOS(config={"name": "support-app", "system_database_url": "sqlite:///app.sqlite"})
     DBOS.launch()
     result = await durable.run("Where is my parcel?", run_id="ticket-42")
+
+    # Meanwhile, from any process: answer what the run asks, naming the request.
+    request = await pending("ticket-42", wait=30)
+    await send("ticket-42", "yes", request_id=request["id"])
 """
 
 try:

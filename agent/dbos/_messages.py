@@ -1,19 +1,20 @@
-"""Talking to a durable run from any process: answer its question, follow its events."""
+"""Talking to a durable run from any process: answer its request, follow its events."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient
 
 from agent.dbos._durable import EVENTS_STREAM
-from agent.dbos._steps import ANSWER_TOPIC, PENDING_EVENT
+from agent.dbos._steps import ANSWER_KEYS, ANSWER_TOPIC, PENDING_EVENT
+from agent.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from agent.events import Event
-    from toolnexus import Request
+    from toolnexus import Answer, Request
 
 __all__ = ["follow", "pending", "send"]
 
@@ -31,32 +32,110 @@ async def _client(db: str | None) -> AsyncIterator[DBOSClient | None]:
         client.destroy()
 
 
-async def send(run_id: str, answer: Any, *, db: str | None = None) -> None:
-    """Answer the question a durable run waits on (now, or when it gets to it).
+async def send(
+    run_id: str, answer: Any, *, request_id: str | None = None, db: str | None = None
+) -> None:
+    """Answer the request a durable run waits on, naming it by its id.
 
-    Works from any process that reaches the database, before or after a restart: the
-    answer is stored with the run (which must have started) and delivered when it waits.
+    Works from any process that reaches the database, before or after a restart. The
+    answer is bound to one request: it is sent only when the run waits on that request
+    right now (`pending` tells which), and the run takes it for that request only. So an
+    answer sent before the run asked, to another run, after the request was answered or
+    timed out, or a second time, changes nothing: `send` refuses it, or (two answers to the
+    same request racing before the run takes either) the first one is kept and the other
+    dropped.
 
     Example::
 
-        await send("ticket-42", "yes")                      # the answer's data
-        await send("ticket-42", {"ok": False})              # decline the question
+        request = await pending("ticket-42", wait=30)       # what the run waits on
+        await send("ticket-42", "yes", request_id=request["id"])
+        await send("ticket-42", {"id": request["id"], "ok": False})   # decline it
 
     Args:
         run_id: The run's workflow id.
-        answer: The answer's data, or ``{"ok": bool, "data": ...}`` (``ok`` false
-            declines the question).
+        answer: The answer's data (``"yes"``, ``{"approved": True}``, a question's
+            answers), or an `Answer`: ``{"id": ..., "ok": bool, "data": ...}`` (``ok``
+            false declines; ``id`` may come from ``request_id`` instead).
+        request_id: The id of the request this answers (`Request` ``["id"]``); needed
+            unless ``answer`` is an `Answer` holding it.
         db: The DBOS system database URL, when DBOS is not launched in this process.
+
+    Raises:
+        ConfigurationError: The answer names no request, or not the one the run waits on
+            now (it waits on another, or on none: it has not asked, its request was
+            answered, it ended, there is no such run), or an `Answer` of the wrong shape.
+            Nothing was sent.
     """
+    message = _bound(answer, request_id)
     async with _client(db) as client:
         if client is None:
-            await DBOS.send_async(run_id, answer, ANSWER_TOPIC)
+            waiting = await DBOS.get_event_async(run_id, PENDING_EVENT, 0)
         else:
-            await client.send_async(run_id, answer, ANSWER_TOPIC)
+            waiting = await client.get_event_async(run_id, PENDING_EVENT, 0)
+        _check_waits(run_id, waiting, message["id"])
+        # One answer per request, whatever races: the database keeps the first message
+        # with this key and drops the others.
+        key = f"toolnexus.answer:{message['id']}"
+        if client is None:
+            await DBOS.send_async(run_id, message, ANSWER_TOPIC, idempotency_key=key)
+        else:
+            await client.send_async(run_id, message, ANSWER_TOPIC, idempotency_key=key)
+
+
+def _bound(answer: Any, request_id: str | None) -> Answer:
+    """Return ``answer`` as the `Answer` `send` delivers, bound to its request's id."""
+    form = isinstance(answer, Mapping) and "ok" in answer
+    named = answer.get("id", request_id) if form else request_id
+    if form:
+        _check_shape(answer)
+        if request_id is not None and named != request_id:
+            raise ConfigurationError(
+                f"send: the answer's id {named!r} is not request_id={request_id!r}"
+            )
+    if not isinstance(named, str) or not named:
+        raise ConfigurationError(
+            "send: name the request this answers: request_id=... (the id of the request "
+            "agent.dbos.pending(run_id) returns), or an answer {'id': ..., 'ok': ...}"
+        )
+    if not form:
+        return {"id": named, "ok": True, "data": answer}
+    message: Answer = {"id": named, "ok": answer["ok"]}
+    if "data" in answer:
+        message["data"] = answer["data"]
+    return message
+
+
+def _check_shape(answer: Mapping[str, Any]) -> None:
+    unknown = sorted(map(str, set(answer) - ANSWER_KEYS))
+    if unknown:
+        raise ConfigurationError(
+            f"send: an answer holds id, ok and data only, not {', '.join(unknown)}"
+        )
+    if not isinstance(answer["ok"], bool):
+        raise ConfigurationError(
+            f"send: the answer's ok must be true or false, got {answer['ok']!r}"
+        )
+
+
+def _check_waits(run_id: str, waiting: Any, request_id: str) -> None:
+    """Refuse an answer to a request the run does not wait on right now."""
+    if not isinstance(waiting, Mapping):
+        raise ConfigurationError(
+            f"send: run {run_id!r} waits on no request (it has not asked, its request was "
+            "answered or timed out, it ended, or there is no such run): the answer to "
+            f"{request_id!r} was not sent"
+        )
+    if waiting.get("id") != request_id:
+        raise ConfigurationError(
+            f"send: run {run_id!r} waits on request {waiting.get('id')!r}, not "
+            f"{request_id!r}: the answer was not sent"
+        )
 
 
 async def pending(run_id: str, *, db: str | None = None, wait: float = 0.0) -> Request | None:
     """Return the request a durable run waits on, or ``None`` when it waits for nothing.
+
+    Its ``id`` is what `send` needs to answer it (``request_id=``).
 
     Args:
         run_id: The run's workflow id.

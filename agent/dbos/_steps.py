@@ -2,13 +2,15 @@
 
 Inside a DBOS workflow, each model call (with its retries) is one step and each execution
 of a tool is one step; the wait for a human's answer is a durable ``DBOS.recv`` that
-survives restarts; the clock and random ids are steps too. When DBOS recovers the workflow
-after a crash, every finished step hands back its recorded outcome instead of running
-again, so a finished model call is not made twice and a finished tool is not run twice.
+survives restarts and takes only an answer bound to the request it waits on; the clock and
+random ids are steps too. When DBOS recovers the workflow after a crash, every finished
+step hands back its recorded outcome instead of running again, so a finished model call is
+not made twice and a finished tool is not run twice.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -27,10 +29,14 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_TOPIC", "PENDING_EVENT", "DbosSteps"]
 
 ANSWER_TOPIC = "toolnexus.answer"
-"""The DBOS message topic a run's answers are sent on (see `agent.dbos.send`)."""
+"""The DBOS message topic a run's answers are sent on (see `agent.dbos.send`): each message
+is an `Answer` whose ``id`` names the request it answers; the run drops any other."""
 
 PENDING_EVENT = "toolnexus.pending"
-"""The DBOS event holding the request a run waits on (``None`` once answered)."""
+"""The DBOS event holding the request a run waits on (``None`` once answered or timed out):
+`agent.dbos.send` sends an answer only to the request it holds."""
+
+logger = logging.getLogger("agent")
 
 DEFAULT_ANSWER_TIMEOUT = 7 * 24 * 3600.0
 """Seconds a run waits for an answer before it ends ``"pending"``: a week."""
@@ -118,11 +124,30 @@ class DbosSteps(Steps):
 
     async def wait(self, request: Request) -> Answer | None:
         await DBOS.set_event_async(PENDING_EVENT, dict(request))
-        message = await DBOS.recv_async(ANSWER_TOPIC, timeout_seconds=self.answer_timeout)
+        answer = await self._answer(request)
         await DBOS.set_event_async(PENDING_EVENT, None)
-        if message is None:
-            return None
-        return as_answer(message, request)
+        return answer
+
+    async def _answer(self, request: Request) -> Answer | None:
+        """Return the first message bound to ``request``, or ``None`` when time is up.
+
+        A message bound to another request (a late or second answer to an earlier
+        question, one meant for another run) or not made by `send` is dropped; the wait
+        goes on until the same deadline, so such messages cannot stretch it.
+        """
+        deadline = await self.now() + self.answer_timeout
+        while True:
+            left = max(deadline - await self.now(), 0.0)
+            message = await DBOS.recv_async(ANSWER_TOPIC, timeout_seconds=left)
+            if message is None:
+                return None
+            answer = as_answer(message, request)
+            if answer is not None:
+                return answer
+            logger.warning(
+                "a durable run waiting on request %r dropped a message that does not answer it",
+                request["id"],
+            )
 
     async def now(self) -> float:
         return await DBOS.run_step_async({"name": "toolnexus.now"}, time.time)
@@ -152,18 +177,27 @@ def _cut_off(name: str) -> ToolResult:
     )
 
 
-def as_answer(message: Any, request: Request) -> Answer:
-    """Turn what `send` delivered into the `Answer` to ``request``.
+ANSWER_KEYS = frozenset({"id", "ok", "data"})
+"""The keys of a message `agent.dbos.send` delivers: an `Answer`."""
 
-    An ``{"ok": ..., "data": ...}`` mapping is taken as an answer (``ok`` false declines);
-    any other value is the answer's data.
+
+def as_answer(message: Any, request: Request) -> Answer | None:
+    """Return the `Answer` to ``request`` that a message holds, or ``None`` when it holds none.
+
+    A message answers ``request`` only when it is an answer bound to it, as `send` makes
+    them: a mapping with the request's ``id``, a boolean ``ok`` and maybe ``data``, and no
+    other key. Anything else is not an answer to this request: an answer to another
+    request (late, sent twice, meant for another run), a bare value sent with
+    ``DBOS.send``, an ``ok`` that is not a boolean.
     """
-    if isinstance(message, Mapping) and "ok" in message:
-        answer: Answer = {"id": request["id"], "ok": bool(message["ok"])}
-        if "data" in message:
-            answer["data"] = message["data"]
-        return answer
-    return {"id": request["id"], "ok": True, "data": message}
+    if not isinstance(message, Mapping) or message.get("id") != request["id"]:
+        return None
+    if not isinstance(message.get("ok"), bool) or not ANSWER_KEYS.issuperset(message):
+        return None
+    answer: Answer = {"id": request["id"], "ok": message["ok"]}
+    if "data" in message:
+        answer["data"] = message["data"]
+    return answer
 
 
 async def _rate_permit() -> None:

@@ -1,8 +1,9 @@
-"""The tool the distributed-batch tests give their workers (``--tools``).
+"""The tools the distributed-batch tests give their workers (``--tools``).
 
 ``work`` (declared idempotent) appends ``PID start N`` and ``PID end N`` to
 ``$WORK/ran.log``; in a worker started with ``BLOCK_TOOLS=1`` it never ends (that worker
-is the one the test kills).
+is the one the test kills). ``gated`` (not idempotent) logs the same way and ends once the
+file ``$WORK/gate`` exists.
 """
 
 from __future__ import annotations
@@ -38,3 +39,13 @@ def deps_for(task: object) -> dict[str, str]:
 def whoami(context: ToolContext) -> str:
     """Say whom this task is for."""
     return f"for {context.deps['user']}"
+
+
+@define_tool  # not idempotent: a task cut off in it is told so, never run again
+def gated(task: int) -> str:
+    """Do the work of one task once ``$WORK/gate`` exists."""
+    _log(f"start {task}")
+    while not (Path(os.environ["WORK"]) / "gate").exists():
+        time.sleep(0.02)
+    _log(f"end {task}")
+    return f"gated {task} done"

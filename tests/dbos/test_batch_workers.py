@@ -78,6 +78,7 @@ def test_three_workers_run_a_batch_exactly_once_within_its_limits(
     ]
     worker = [
         *_cli("worker", "--db", postgres, "--no-builtins", "--recover-every", "0.2"),
+        *("--dead-after", "1"),  # the killed worker's lock is free for good: no need to wait
         *("--tools", "tests.dbos.batch_tools:work"),
     ]
     workers: list[subprocess.Popen[str]] = []

@@ -114,7 +114,8 @@ def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: P
             text=True,
         )
         try:
-            asyncio.run(send("run-q", "yes", db=db))  # from this, a third process
+            # From this, a third process, naming the request it answers.
+            asyncio.run(send("run-q", "yes", request_id=asked["id"], db=db))
             out, err = resumed.communicate(timeout=90)
         finally:
             if resumed.poll() is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ModelError, RetryPolicy, RunLimits
-from agent.dbos import DurableAgent, follow, pending, send
+from agent.dbos import ANSWER_TOPIC, DurableAgent, follow, pending, send
 from agent.dbos._steps import as_answer
 from agent.errors import ConfigurationError
 from agent.events import DoneEvent, PendingEvent, ToolResultEvent, UsageEvent
@@ -40,6 +42,45 @@ ASKING = FakeGemini(
 asking = DurableAgent(
     Agent(toolkit=tn.build(builtins={"tools": {"bash": False}}), client=ASKING.client()),
     name="test_asking",
+)
+
+
+HELD, RELEASED = threading.Event(), threading.Event()
+
+
+@tn.define_tool
+async def hold() -> str:
+    """Wait until the test lets go."""
+    HELD.set()
+    while not RELEASED.is_set():
+        await asyncio.sleep(0.01)
+    return "let go"
+
+
+def _question(text: str) -> dict[str, list[dict[str, str]]]:
+    return {"questions": [{"question": text}]}
+
+
+BINDING = FakeGemini(
+    [
+        reply(function_call("hold", {})),
+        reply(function_call("question", _question("Which region?"))),
+        reply(function_call("question", _question("Deploy now?"))),
+        "Deployed nowhere.",
+    ]
+)
+binding = DurableAgent(
+    Agent(
+        toolkit=tn.build(tools=[hold], builtins={"tools": {"bash": False}}),
+        client=BINDING.client(),
+    ),
+    name="test_binding",
+)
+
+OTHER = FakeGemini([reply(function_call("question", _question("Deploy?"))), "Not deploying."])
+other_run = DurableAgent(
+    Agent(toolkit=tn.build(builtins={"tools": {"bash": False}}), client=OTHER.client()),
+    name="test_other",
 )
 
 
@@ -85,7 +126,7 @@ async def test_a_declined_question_is_an_error_result_and_the_run_goes_on(
     handle = await asking.start("Deploy the site.", run_id="ask-1")
     asked = await pending("ask-1", wait=30)
     assert asked is not None and asked["prompt"] == "Deploy?"
-    await send("ask-1", {"ok": False})
+    await send("ask-1", {"ok": False}, request_id=asked["id"])
     result = await handle.get_result()
     assert (result.status, result.text) == ("completed", "Not deploying.")
     sent = ASKING.requests[1].function_responses[0]["response"]
@@ -104,6 +145,92 @@ def test_a_name_is_taken_once() -> None:
 
 def test_what_send_delivers_becomes_the_answer() -> None:
     request = {"id": "q1", "kind": "question", "prompt": "?", "data": {}}
-    assert as_answer("yes", request) == {"id": "q1", "ok": True, "data": "yes"}  # type: ignore[arg-type]
-    assert as_answer({"ok": False}, request) == {"id": "q1", "ok": False}  # type: ignore[arg-type]
-    assert as_answer({"ok": 1, "data": [1]}, request) == {"id": "q1", "ok": True, "data": [1]}  # type: ignore[arg-type]
+    bound = {"id": "q1", "ok": True, "data": "yes"}
+    assert as_answer(bound, request) == bound  # type: ignore[arg-type]
+    assert as_answer({"id": "q1", "ok": False}, request) == {"id": "q1", "ok": False}  # type: ignore[arg-type]
+    # Not bound to this request, or not made by send: not an answer to it.
+    for message in (
+        "yes",
+        {"ok": True, "data": "yes"},
+        {"id": "q0", "ok": True, "data": "yes"},
+        {"id": "q1", "ok": 1, "data": "yes"},
+        {"id": "q1", "ok": "false"},
+        {"id": "q1", "ok": True, "reason": "because"},
+    ):
+        assert as_answer(message, request) is None, message  # type: ignore[arg-type]
+
+
+async def test_send_refuses_an_answer_of_the_wrong_shape() -> None:
+    cases = {
+        "ok must be true or false, got 'false'": {"id": "q1", "ok": "false"},
+        "ok must be true or false, got 0": {"id": "q1", "ok": 0},
+        "holds id, ok and data only, not reason": {"id": "q1", "ok": False, "reason": "x"},
+        "the answer's id 'q2' is not request_id='q1'": {"id": "q2", "ok": True},
+    }
+    for message, answer in cases.items():
+        with pytest.raises(ConfigurationError, match=message):
+            await send("ask-1", answer, request_id="q1")
+
+
+async def test_an_answer_counts_only_for_the_request_the_run_waits_on() -> None:
+    HELD.clear()
+    RELEASED.clear()
+    handle = await binding.start("Deploy the site.", run_id="bind-1")
+    other = await other_run.start("Deploy the site.", run_id="bind-other")
+    try:
+        await asyncio.to_thread(HELD.wait, 30)
+        # Before anything is asked: refused, and what bypasses send is dropped by the run.
+        with pytest.raises(ConfigurationError, match="'bind-1' waits on no request"):
+            await send("bind-1", "eu-west", request_id="a-guess")
+        await DBOS.send_async("bind-1", "us-east", ANSWER_TOPIC)  # how send sent answers
+        await DBOS.send_async("bind-1", {"ok": True, "data": "us-east"}, ANSWER_TOPIC)
+        RELEASED.set()
+        first = await pending("bind-1", wait=30)
+        assert first is not None and first["prompt"] == "Which region?"
+        # Named for one run's request, sent to another: refused, the other still waits.
+        theirs = await pending("bind-other", wait=30)
+        assert theirs is not None
+        with pytest.raises(ConfigurationError, match=f"waits on request {theirs['id']!r}"):
+            await send("bind-other", "yes", request_id=first["id"])
+        assert await pending("bind-other") == theirs
+        with pytest.raises(ConfigurationError, match="'nobody' waits on no request"):
+            await send("nobody", "yes", request_id=first["id"])
+        with pytest.raises(ConfigurationError, match="name the request this answers"):
+            await send("bind-1", "eu-west")
+        await send("bind-1", "eu-west", request_id=first["id"])
+        # The same answer again, racing past send's check: dropped, the next one waits.
+        await DBOS.send_async(
+            "bind-1", {"id": first["id"], "ok": True, "data": "eu-west"}, ANSWER_TOPIC
+        )
+        second = await _next_request("bind-1", first["id"])
+        assert second["prompt"] == "Deploy now?"
+        with pytest.raises(ConfigurationError, match=f"waits on request {second['id']!r}"):
+            await send("bind-1", "eu-west", request_id=first["id"])
+        await send("bind-1", {"id": second["id"], "ok": False})
+        result = await handle.get_result()
+        with pytest.raises(ConfigurationError, match="waits on no request"):
+            await send("bind-1", {"id": second["id"], "ok": True})
+    finally:
+        RELEASED.set()
+        waiting = await pending("bind-other")
+        if waiting is not None:
+            await send("bind-other", {"id": waiting["id"], "ok": False})
+        await other.get_result()
+    assert result.text == "Deployed nowhere."
+    answers = [BINDING.requests[n].function_responses[0]["response"] for n in (2, 3)]
+    assert answers[0] == {"output": '"eu-west"', "isError": False}
+    assert answers[1] == {
+        "output": "The request was declined or expired: Deploy now?",
+        "isError": True,
+    }
+    assert await pending("bind-other") is None
+
+
+async def _next_request(run_id: str, after: str) -> dict[str, object]:
+    """Wait for the run to ask something other than the request ``after``."""
+    for _ in range(3000):
+        asked = await pending(run_id)
+        if asked is not None and asked["id"] != after:
+            return dict(asked)
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{run_id} asked nothing after {after}")

@@ -180,7 +180,7 @@ async def by_durable(agent: Agent, deps: Any) -> RunResult:
         asked = await pending(run_id, wait=0.2)
         if asked is not None:
             ran.append(f"asked {asked['data']['tool']}")
-            await send(run_id, {"ok": True, "data": {"approved": True}})
+            await send(run_id, {"id": asked["id"], "ok": True, "data": {"approved": True}})
             break
     return await handle.get_result()
 
