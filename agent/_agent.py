@@ -23,6 +23,7 @@ from agent._output import OutputSpec, TypedOutput
 from agent._plan import AgentCore, RunPlan, SystemPrompt, capabilities_of
 from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
+from agent._tiers import ServiceTiers, client_for_tier
 from agent.errors import AgentError, ConfigurationError
 from agent.events import Event
 from agent.hooks import Hooks
@@ -158,6 +159,7 @@ class Agent:
             output=typed,
             builtin=BuiltinTools(builtin_tools),
             compaction=compaction,
+            tiers=ServiceTiers.of(settings),
         )
         shape = RequestShape(model, self.toolkit, declarations, dict(settings.config or {}))
         for capability in capabilities:
@@ -184,7 +186,9 @@ class Agent:
             options=options,
             client=client if not isinstance(client, ClientSettings) else None,
             builtin=shape.builtin,
-            settings=client if isinstance(client, ClientSettings) else ClientSettings(),
+            settings=client_for_tier(
+                client if isinstance(client, ClientSettings) else ClientSettings(), settings
+            ),
         )
         self._core = AgentCore(
             model=gemini,

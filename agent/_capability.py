@@ -8,6 +8,8 @@ fixed points, each a no-op unless overridden:
 - `RunCapability.before_call`: before each model call (budgets stop the run, compaction
   rewrites the transcript, hooks rewrite or veto the request);
 - `RunCapability.attempt`: around each attempt of a model call (tracing spans);
+- `RunCapability.failed`: a model call failed for good (after its retries); return another
+  request to send once instead (service tiers fall back from a shed ``flex`` request);
 - `RunCapability.received`: each response as it arrives, before it is classified (hooks
   replace or veto it; built-in tools report what they did);
 - `RunCapability.review`: the step `decide` chose for a response (typed output accepts or
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from agent._decide import Step
     from agent._response import ModelResponse
     from agent._result import RunResult
+    from agent._retry import ErrorInfo
     from agent._state import RunState
     from agent.events import ToolCall
     from agent.hooks import ModelRequest
@@ -125,6 +128,15 @@ class RunCapability:
         """Wrap one attempt of a model call (a failed attempt raises through the block)."""
         yield _NO_SPAN
 
+    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+        """Return a request to send instead of failing the run, or ``None`` to let it fail.
+
+        Called when a model call failed for good (not retryable, or out of retries). The
+        request returned is sent as a new call (under the retry policy); if that fails too,
+        the capabilities are asked again, so return ``None`` for a request you made.
+        """
+        return None
+
     async def received(
         self, run: RunState, request: ModelRequest, response: ModelResponse
     ) -> ModelResponse | Vetoed:
@@ -169,6 +181,7 @@ class Chain:
         self.runs = runs
         self._before = [r for r in runs if overrides(r, "before_call")]
         self._attempt = [r for r in runs if overrides(r, "attempt")]
+        self._failed = [r for r in runs if overrides(r, "failed")]
         self._received = [r for r in runs if overrides(r, "received")]
         self._review = [r for r in runs if overrides(r, "review")]
         self._tool = [r for r in runs if overrides(r, "tool")]
@@ -196,6 +209,14 @@ class Chain:
             return
         with contextlib.ExitStack() as stack:
             yield [stack.enter_context(c.attempt(run, request, stream)) for c in self._attempt]
+
+    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+        """Return the first request a capability would send instead of failing, if any."""
+        for capability in self._failed:
+            again = capability.failed(run, request, info)
+            if again is not None:
+                return again
+        return None
 
     async def received(
         self, run: RunState, request: ModelRequest, response: ModelResponse

@@ -3,8 +3,9 @@
 The table is data shipped with the package (``agent/prices.json``), versioned with the date
 its prices were read (`PriceTable.source_date`). Each model has an input, an output (thinking
 included) and a cached-input price per million tokens, and where Gemini has them a
-long-context tier (a request whose prompt is over the threshold is billed at it in full) and
-Batch API prices.
+long-context tier (a request whose prompt is over the threshold is billed at it in full),
+Batch API prices and the prices of the Flex and Priority service tiers (each turn is priced
+at the tier that served it).
 
 A model name the table does not hold exactly is priced as the longest table name it starts
 with (``gemini-2.5-flash-preview-09-2025`` as ``gemini-2.5-flash``); such a cost, and one
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -102,7 +103,12 @@ class PriceTable:
         return key, self.models[key], False
 
     def turn_cost(
-        self, prices: Mapping[str, Any], usage: Usage, *, batch: bool = False
+        self,
+        prices: Mapping[str, Any],
+        usage: Usage,
+        *,
+        batch: bool = False,
+        service_tier: str | None = None,
     ) -> tuple[float, bool]:
         """Return the dollars one request cost and whether a derived price was used.
 
@@ -110,17 +116,15 @@ class PriceTable:
             prices: A model's entry (from `lookup`).
             usage: The request's token counts.
             batch: Price it as a Batch API request.
+            service_tier: The tier that served it (``"flex"``, ``"priority"``); ``None`` or
+                ``"standard"`` for standard prices.
 
         Returns:
             ``(usd, derived)``.
         """
         threshold = prices.get("long_context_threshold")
         long = threshold is not None and usage.prompt > threshold
-        tier: Mapping[str, Any] = prices
-        if batch:
-            tier = prices.get("batch_long_context" if long else "batch") or prices["batch"]
-        elif long:
-            tier = prices["long_context"]
+        tier = _row(prices, "batch" if batch else service_tier, long)
         cached_rate = tier.get("cached_input", prices["cached_input"])
         fresh = max(usage.prompt - usage.cached, 0) + usage.tool_use_prompt
         usd = (
@@ -131,6 +135,14 @@ class PriceTable:
         return usd, bool(tier.get("derived"))
 
 
+def _row(prices: Mapping[str, Any], kind: str | None, long: bool) -> Mapping[str, Any]:
+    """Return the price row of a request: standard, batch or a service tier, long or not."""
+    if kind in (None, "standard") or kind not in prices:
+        return prices["long_context"] if long else prices
+    row: Mapping[str, Any] = prices.get(f"{kind}_long_context" if long else kind) or prices[kind]
+    return row
+
+
 @functools.cache
 def price_table() -> PriceTable:
     """Load the price table shipped with the package (once per process)."""
@@ -139,7 +151,13 @@ def price_table() -> PriceTable:
 
 
 def run_cost(
-    model: str, turns: Iterable[Usage], extra: Iterable[Usage] = (), *, batch: bool = False
+    model: str,
+    turns: Iterable[Usage],
+    extra: Iterable[Usage] = (),
+    *,
+    batch: bool = False,
+    tiers: Sequence[str | None] = (),
+    extra_tiers: Sequence[str | None] = (),
 ) -> Cost:
     """Price a run's model turns (and extra calls such as compaction summaries).
 
@@ -148,6 +166,8 @@ def run_cost(
         turns: The token counts of each model turn.
         extra: Token counts of other calls of the run, counted in the total only.
         batch: Price as Batch API requests.
+        tiers: The service tier that served each turn (missing or ``None``: standard).
+        extra_tiers: The same for ``extra``.
 
     Returns:
         The `Cost`; ``usd`` is ``None`` when the model has no price.
@@ -159,13 +179,15 @@ def run_cost(
     name, prices, exact = found
     derived = False
     per_turn: list[float] = []
-    for usage in turns:
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch)
+    for i, usage in enumerate(turns):
+        tier = tiers[i] if i < len(tiers) else None
+        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
         per_turn.append(usd)
         derived = derived or was_derived
     total = sum(per_turn)
-    for usage in extra:
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch)
+    for i, usage in enumerate(extra):
+        tier = extra_tiers[i] if i < len(extra_tiers) else None
+        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
         total += usd
         derived = derived or was_derived
     return Cost(
@@ -177,13 +199,13 @@ def run_cost(
     )
 
 
-def call_usd(model: str, usage: Usage) -> float | None:
+def call_usd(model: str, usage: Usage, service_tier: str | None = None) -> float | None:
     """Return the dollars of one request to ``model`` with ``usage``; ``None`` without a price."""
     table = price_table()
     found = table.lookup(model)
     if found is None:
         return None
-    return table.turn_cost(found[1], usage)[0]
+    return table.turn_cost(found[1], usage, service_tier=service_tier)[0]
 
 
 def with_subagents(cost: Cost, children: Iterable[Cost]) -> Cost:

@@ -44,6 +44,7 @@ from agent.events import (
     Event,
     PendingEvent,
     RetryEvent,
+    TierFallbackEvent,
     ToolCall,
     ToolCallEvent,
     ToolResultEvent,
@@ -211,8 +212,16 @@ class Run:
                 if isinstance(item, RetryEvent):
                     self.state.retries.append(item)
                 yield item
-        if failure is not None:
+        if failure is None:
+            return
+        again = self.chain.failed(self.state, request, failure.info)
+        if again is None:
             raise self._model_error(failure.info, failure.attempts)
+        for event in self.state.outbox.drain():
+            yield event
+        async with contextlib.aclosing(self._fetch(again, stream=stream)) as retried:
+            async for piece in retried:
+                yield piece
 
     async def _call_model(
         self, request: ModelRequest, stream: bool
@@ -250,10 +259,10 @@ class Run:
             async for item in items:
                 if isinstance(item, ModelResponse):
                     response = item
-                elif isinstance(item, RetryEvent):
+                elif isinstance(item, RetryEvent | TierFallbackEvent):
                     self.state.emit(item)
         assert response is not None
-        self.state.count_extra(response.usage)
+        self.state.count_extra(response.usage, response.service_tier)
         return response
 
     def _on_retry(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +24,7 @@ from agent._api_errors import translate, unreadable
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
 from agent._media import upload_over_limit
-from agent._response import ModelResponse, StreamAssembler, parse
+from agent._response import ModelResponse, StreamAssembler, parse, requested_tier
 from agent._retry import CallFailed
 from agent.events import TextEvent, ThoughtEvent
 from agent.hooks import ModelRequest
@@ -276,6 +277,8 @@ class GeminiModel:
             # neither its cause nor its context.
             raise CallFailed(failure)
         response = _parsed(raw)
+        if response.service_tier is None and (asked := requested_tier(request.config)):
+            response = dataclasses.replace(response, service_tier=asked)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)

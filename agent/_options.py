@@ -31,7 +31,13 @@ if TYPE_CHECKING:
     from agent._output import OutputMode
     from agent._settings import Thinking, ToolChoice
 
-__all__ = ["DEFAULT_MAX_TURNS", "ModelSettings", "RunLimits", "split_legacy"]
+__all__ = ["DEFAULT_MAX_TURNS", "ModelSettings", "RunLimits", "ServiceTier", "split_legacy"]
+
+ServiceTier = Literal["standard", "flex", "priority"]
+"""Gemini's inference tiers: ``"standard"`` (the default), ``"flex"`` (half price, best
+effort, minutes of latency, may be shed) and ``"priority"`` (a surcharge, lowest latency)."""
+
+_TIERS: frozenset[str] = frozenset({"standard", "flex", "priority"})
 
 DEFAULT_MAX_TURNS = 50
 """Model responses per run, at most, unless `RunLimits.max_turns` says otherwise."""
@@ -68,6 +74,27 @@ class ModelSettings:
     config: Mapping[str, Any] | None = None
     """More ``GenerateContentConfig`` fields, in the SDK's snake_case; a field set here and
     by one of the settings above is refused."""
+    service_tier: ServiceTier | None = None
+    """The inference tier sent with every request (``None``: the field is not sent, and
+    Gemini serves the standard tier). See the cost docs for which tier when."""
+    fallback_tier: ServiceTier | None = None
+    """Where a shed request goes: a ``"flex"`` call that still fails with 429 or 503 after
+    its retries is sent once more at this tier (a `TierFallbackEvent` says so); ``None``
+    lets the call fail."""
+
+    def __post_init__(self) -> None:
+        for name in ("service_tier", "fallback_tier"):
+            value = getattr(self, name)
+            if value is not None and value not in _TIERS:
+                raise ConfigurationError(
+                    f"{name} must be 'standard', 'flex' or 'priority', got {value!r}"
+                )
+        if self.fallback_tier is not None and self.fallback_tier == (
+            self.service_tier or "standard"
+        ):
+            raise ConfigurationError(
+                f"fallback_tier {self.fallback_tier!r} is the tier requests are already sent at"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from agent._media import read_prompt
 from agent._output import TypedOutput
 from agent._session import open_session
 from agent._state import RunState, current_run
+from agent._tiers import ServiceTiers
 from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
@@ -63,12 +64,16 @@ def capabilities_of(
     output: TypedOutput | None,
     builtin: BuiltinTools | None,
     compaction: Compaction | bool | None,
+    tiers: ServiceTiers | None = None,
 ) -> list[Capability]:
     """Return an agent's capabilities in the order they apply at each point of a run."""
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
         # span covers the hooks and the approval of its call.
         Tracing(),
+        # Service tiers: the tier goes on the request before anything sees it; a shed flex
+        # call is sent again at the fallback tier before the run would fail.
+        tiers,
         # Budgets: checked before each call (compaction's summary too) and after each turn.
         Budget(),
         # Compaction before the hooks, so a before-model hook sees the request as sent.

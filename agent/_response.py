@@ -15,7 +15,17 @@ from google.genai import types
 
 from agent._result import Usage
 
-__all__ = ["MAX_ARGS_DEPTH", "Call", "ModelResponse", "StreamAssembler", "calls_of", "parse"]
+__all__ = [
+    "MAX_ARGS_DEPTH",
+    "TIER_HEADER",
+    "Call",
+    "ModelResponse",
+    "StreamAssembler",
+    "calls_of",
+    "parse",
+    "requested_tier",
+    "served_tier",
+]
 
 MAX_ARGS_DEPTH = 64
 """How deeply a function call's arguments may nest (objects and arrays). Deeper arguments
@@ -57,6 +67,10 @@ class ModelResponse:
     """The tokens this response was billed for."""
     model_version: str | None = None
     """The model version that answered."""
+    service_tier: str | None = None
+    """The tier that served the response (``standard``, ``flex``, ``priority``), from the
+    ``x-gemini-service-tier`` header or ``usageMetadata.serviceTier``; when the server says
+    neither, the tier the request asked for (``None`` if it asked for none)."""
     raw: Any = None
     """The SDK's ``GenerateContentResponse`` (what an after-model hook receives)."""
 
@@ -96,8 +110,32 @@ def parse(response: types.GenerateContentResponse) -> ModelResponse:
         block_reason=_name(feedback.block_reason) if feedback is not None else None,
         usage=_usage(response.usage_metadata),
         model_version=response.model_version,
+        service_tier=served_tier(response),
         raw=response,
     )
+
+
+TIER_HEADER = "x-gemini-service-tier"
+"""The response header naming the tier that served a request."""
+
+
+def requested_tier(config: types.GenerateContentConfig | None) -> str | None:
+    """Return the tier a request config asks for (``None``: it names none)."""
+    tier = config.service_tier if config is not None else None
+    return None if tier is None else _name(tier)
+
+
+def served_tier(response: types.GenerateContentResponse) -> str | None:
+    """Return the tier that served ``response``: its header, else its usage metadata."""
+    http = response.sdk_http_response
+    headers = http.headers if http is not None else None
+    if headers:
+        for name, value in headers.items():
+            if name.lower() == TIER_HEADER and value:
+                return value.strip().lower()
+    meta = response.usage_metadata
+    tier = _name(getattr(meta, "service_tier", None))
+    return tier.lower() if tier and tier.lower() != "unspecified" else None
 
 
 def calls_of(content: types.Content) -> list[Call]:
@@ -159,6 +197,8 @@ class StreamAssembler:
         self.feedback: types.GenerateContentResponsePromptFeedback | None = None
         self.model_version: str | None = None
         self.response_id: str | None = None
+        self.http: types.HttpResponse | None = None
+        """The HTTP response of the stream (its headers name the tier that served it)."""
         self.has_content = False
         self.grounding: dict[str, Any] = {}
         """``grounding_metadata`` / ``url_context_metadata`` of the chunks (the last wins)."""
@@ -171,6 +211,7 @@ class StreamAssembler:
             self.usage = chunk.usage_metadata
         self.model_version = chunk.model_version or self.model_version
         self.response_id = chunk.response_id or self.response_id
+        self.http = self.http or chunk.sdk_http_response
         candidate = chunk.candidates[0] if chunk.candidates else None
         if candidate is None:
             return []
@@ -217,6 +258,7 @@ class StreamAssembler:
             usage_metadata=self.usage,
             model_version=self.model_version,
             response_id=self.response_id,
+            sdk_http_response=self.http,
         )
 
 

@@ -158,6 +158,10 @@ class RunResult:
     URI and title, URL statuses); ``None`` when no built-in tool grounded anything."""
     cost: Cost = field(default_factory=Cost)
     """What the run cost in US dollars, in total and per turn (see `Cost`)."""
+    service_tier: str | None = None
+    """The service tier that served the last model turn, as the server reported it (the
+    ``x-gemini-service-tier`` header): ``"flex"``, ``"standard"`` after a fallback or a
+    downgraded ``"priority"`` request. ``None`` when no tier was asked for."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the whole result (for ``--json`` output)."""
@@ -178,4 +182,5 @@ class RunResult:
             "output": self.output_json,
             "grounding": self.grounding.to_dict() if self.grounding is not None else None,
             "cost": self.cost.to_dict(),
+            "service_tier": self.service_tier,
         }

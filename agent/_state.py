@@ -148,6 +148,10 @@ class RunState:
     """Tokens per turn (this run's own)."""
     extra_usage: list[Usage] = field(default_factory=list, init=False)
     """Tokens of this run's model calls that are not turns (compaction summaries)."""
+    turn_tiers: list[str | None] = field(default_factory=list, init=False)
+    """The service tier that served each turn (``None``: the server did not say)."""
+    extra_tiers: list[str | None] = field(default_factory=list, init=False)
+    """The same for `extra_usage`."""
     tool_calls: list[ToolCallRecord] = field(default_factory=list, init=False)
     """Every tool call run, with the arguments it ran with and its result."""
     retries: list[RetryEvent] = field(default_factory=list, init=False)
@@ -227,16 +231,18 @@ class RunState:
         self.turns += 1
         self.sent = (response.usage.prompt, len(self.contents))
         self.turn_usage.append(response.usage)
+        self.turn_tiers.append(response.service_tier)
         self.finish_reason = response.finish_reason
         if response.model_version:
             self.model_version = response.model_version
-        self._bill(response.usage)
+        self._bill(response.usage, response.service_tier)
         return UsageEvent(self.turns, response.usage, self.usage)
 
-    def count_extra(self, usage: Usage) -> None:
+    def count_extra(self, usage: Usage, service_tier: str | None = None) -> None:
         """Count a model call that is not a turn (a compaction summary)."""
         self.extra_usage.append(usage)
-        self._bill(usage)
+        self.extra_tiers.append(service_tier)
+        self._bill(usage, service_tier)
 
     def count_tool_calls(self, records: list[ToolCallRecord]) -> None:
         """Record tool calls run, in this run and in every ancestor's tally."""
@@ -251,9 +257,9 @@ class RunState:
         self.usage = self.usage + child.usage
         self.subagent_costs.append(child.cost)
 
-    def _bill(self, usage: Usage) -> None:
+    def _bill(self, usage: Usage, service_tier: str | None = None) -> None:
         self.usage = self.usage + usage
-        usd = call_usd(self.model.name, usage)
+        usd = call_usd(self.model.name, usage, service_tier)
         run: RunState | None = self
         while run is not None:
             tally = run.tally
@@ -264,7 +270,13 @@ class RunState:
 
     def cost(self) -> Cost:
         """Return the run's cost so far, its finished sub-agents' included."""
-        own = run_cost(self.model.name, self.turn_usage, self.extra_usage)
+        own = run_cost(
+            self.model.name,
+            self.turn_usage,
+            self.extra_usage,
+            tiers=self.turn_tiers,
+            extra_tiers=self.extra_tiers,
+        )
         return with_subagents(own, self.subagent_costs)
 
     # -- the result -----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ __all__ = [
     "GroundingEvent",
     "PendingEvent",
     "RetryEvent",
+    "TierFallbackEvent",
     "SubAgentEvent",
     "TextEvent",
     "ThoughtEvent",
@@ -197,6 +198,32 @@ class Compacted:
 
 
 @dataclass(frozen=True, slots=True)
+class TierFallbackEvent:
+    """A request shed at its service tier (``"flex"``) is sent again at ``fallback``."""
+
+    tier: str
+    """The tier the request was shed at."""
+    fallback: str
+    """The tier it is sent at now (`ModelSettings.fallback_tier`)."""
+    code: int | None
+    """HTTP status of the last failure at ``tier`` (429 or 503)."""
+    status: str | None
+    """Its status string (``"UNAVAILABLE"``, ``"RESOURCE_EXHAUSTED"``)."""
+    turn: int = 0
+    """The model turn being fetched."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "tier": self.tier,
+            "fallback": self.fallback,
+            "code": self.code,
+            "status": self.status,
+            "turn": self.turn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -210,6 +237,7 @@ Event = (
     | ToolResultEvent
     | PendingEvent
     | RetryEvent
+    | TierFallbackEvent
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent

@@ -115,6 +115,7 @@ class RecordedRequest:
 class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     position: int = 0
+    shed: int = 0
     call_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     book: SignatureBook = field(default_factory=SignatureBook)
 
@@ -145,6 +146,39 @@ def _unknown_model(record: RecordedRequest) -> Outcome:
 _Entry = Reply | ErrorReply | Delayed | Checked
 _JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
 _SSE_HEADERS = {"content-type": "text/event-stream"}
+
+TIER_HEADER = "x-gemini-service-tier"
+"""The response header that names the tier that served a request."""
+_TIERS = {
+    "standard": "standard",
+    "flex": "flex",
+    "priority": "priority",
+    "unspecified": "standard",
+    "service_tier_standard": "standard",
+    "service_tier_flex": "flex",
+    "service_tier_priority": "priority",
+    "service_tier_unspecified": "standard",
+}
+SHED_MESSAGE = (
+    "The flex tier has no capacity for this request right now and shed it. Retry later, "
+    "or send it at the standard tier."
+)
+"""The message of the fake's shed flex request (the fake's wording; Gemini's may differ)."""
+
+
+def _tier_problem(body: Mapping[str, Any]) -> str | None:
+    """Return the API's complaint about ``serviceTier``, if its value is not a tier."""
+    tier = body.get("serviceTier")
+    if tier is None or (isinstance(tier, str) and tier.lower() in _TIERS):
+        return None
+    enum = "type.googleapis.com/google.ai.generativelanguage.v1beta.ServiceTier"
+    return f"Invalid value at 'service_tier' ({enum}), {json.dumps(tier)}"
+
+
+def _served(body: Mapping[str, Any] | None) -> str:
+    """Return the tier a (valid) request is served at: the one it names, else standard."""
+    tier = body.get("serviceTier") if isinstance(body, Mapping) else None
+    return _TIERS.get(str(tier).lower(), "standard") if tier is not None else "standard"
 
 
 class FakeGemini:
@@ -185,6 +219,8 @@ class FakeGemini:
         sign_text: bool = False,
         signing_key: bytes | str | None = None,
         extra_models: Iterable[str] = (),
+        shed_flex: int = 0,
+        shed_retry_delay: float | None = 1.0,
     ) -> None:
         """Create a fake.
 
@@ -205,6 +241,12 @@ class FakeGemini:
                 models and a few more, ``agent._known_models.known_models()``). Any other
                 name gets Gemini's ``404 NOT_FOUND``, as a misspelt or retired model does
                 (with ``strict=True``).
+            shed_flex: Shed this many ``serviceTier: flex`` requests, the first ones to
+                arrive, as Gemini does when flex capacity runs out: ``503 UNAVAILABLE``
+                with `SHED_MESSAGE` (and a ``RetryInfo`` of ``shed_retry_delay`` seconds,
+                if not ``None``). A shed request uses up no scripted reply. Every answer
+                names the tier that served it in the ``x-gemini-service-tier`` header.
+            shed_retry_delay: The ``RetryInfo`` delay of a shed request, in seconds.
 
         Raises:
             TypeError: ``script`` is a single reply rather than a sequence, or holds a value
@@ -232,7 +274,8 @@ class FakeGemini:
         """The Files API: uploaded files, their requests, how long they stay processing."""
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
-        self._state = _State()
+        self.shed_retry_delay = shed_retry_delay
+        self._state = _State(shed=shed_flex)
         if signing_key is not None:
             key = signing_key.encode() if isinstance(signing_key, str) else bytes(signing_key)
             self._state.book.key = key
@@ -426,15 +469,23 @@ class FakeGemini:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
         if self.strict:
             problem = check_request(record.body, self._state.book, record.model)
+            problem = problem or _tier_problem(record.body)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
             refused = self.files.check_uses(record.body)
             if refused is not None:
                 return refused
+        if self._state.shed > 0 and _served(record.body) == "flex":
+            self._state.shed -= 1
+            shed = error(503, "UNAVAILABLE", SHED_MESSAGE, retry_delay=self.shed_retry_delay)
+            return Outcome(503, _JSON_HEADERS, [json.dumps(shed.body).encode()])
         value = self._next_reply(record)
         if isinstance(value, Outcome):
             return value
-        return self._emit(value, record, stream)
+        outcome = self._emit(value, record, stream)
+        if outcome.status == 200:
+            outcome.headers = {**outcome.headers, TIER_HEADER: _served(record.body)}
+        return outcome
 
     def _check_key(self, headers: Mapping[str, str], query: str) -> Outcome | None:
         lowered = {k.lower(): v for k, v in headers.items()}
