@@ -19,12 +19,19 @@ from agent.errors import ConfigurationError
 if TYPE_CHECKING:
     import httpx
 
-    from agent import Agent, ApprovalPolicy, Store
+    from agent import Agent, ApprovalPolicy, ModelSettings, Store
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
 
-__all__ = ["AgentFactory", "add_subagents", "make_agent", "open_agents", "open_factory"]
+__all__ = [
+    "AgentFactory",
+    "add_subagents",
+    "flag_settings",
+    "make_agent",
+    "open_agents",
+    "open_factory",
+]
 
 NO_KEY = (
     "toolnexus-agent: no Gemini API key. Set GEMINI_API_KEY (or GOOGLE_API_KEY) in the "
@@ -48,6 +55,8 @@ class AgentFactory:
     """The scripted model of ``--fake``."""
     builtin_tools: tuple[str, ...] = ()
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
+    settings: ModelSettings | None = None
+    """The model settings of the flags (``--service-tier``), if any."""
 
     def make(
         self,
@@ -71,7 +80,7 @@ class AgentFactory:
             scripted=self.fake is not None,
             model=model or self.model,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
-            **options,
+            **{"settings": self.settings, **options},
         )
 
     def report(self, err: TextIO) -> None:
@@ -95,6 +104,7 @@ def make_agent(
     output_type: Any = None,
     approval: ApprovalPolicy | None = None,
     builtin_tools: Sequence[str] = (),
+    settings: ModelSettings | None = None,
 ) -> Agent:
     """Return the `Agent` of a command: every subcommand's agents are made here.
 
@@ -111,11 +121,12 @@ def make_agent(
         output_type: The typed output (``--output-schema``), if any.
         approval: The approval policy (``--approval``), if any.
         builtin_tools: Gemini's own tools (``--builtin-tool``).
+        settings: The model settings (``--service-tier``), if any.
 
     Raises:
         CliError: The agent's options are wrong (its `ConfigurationError`).
     """
-    from agent import Agent, ClientSettings, RetryPolicy, RunLimits
+    from agent import Agent, ClientSettings, ModelSettings, RetryPolicy, RunLimits
 
     limits = RunLimits() if max_turns is None else RunLimits(max_turns=max_turns)
     if scripted:  # a scripted model's failures are worth showing, not waiting for
@@ -127,6 +138,7 @@ def make_agent(
             toolkit,
             system_prompt=system,
             limits=limits,
+            settings=settings or ModelSettings(),
             client=ClientSettings(api_key=api_key, http_client=http),
             wait_for=wait_for,
             store=store,
@@ -134,6 +146,26 @@ def make_agent(
             approval=approval,
             builtin_tools=builtin_tools,
         )
+    except ConfigurationError as exc:
+        raise CliError(f"toolnexus-agent: {exc}") from None
+
+
+def flag_settings(args: argparse.Namespace) -> ModelSettings | None:
+    """Return the `ModelSettings` of ``--service-tier`` / ``--fallback-tier``, if given.
+
+    Raises:
+        CliError: The two flags do not fit together.
+    """
+    from agent import ModelSettings
+
+    tier = getattr(args, "service_tier", None)
+    fallback = getattr(args, "fallback_tier", None)
+    if tier is None and fallback is None:
+        return None
+    if fallback is not None and tier != "flex":
+        raise CliError("toolnexus-agent: --fallback-tier needs --service-tier flex")
+    try:
+        return ModelSettings(service_tier=tier, fallback_tier=fallback)
     except ConfigurationError as exc:
         raise CliError(f"toolnexus-agent: {exc}") from None
 
@@ -156,11 +188,12 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     from agent import DEFAULT_MODEL
 
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
+    settings = flag_settings(args)
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
-            yield AgentFactory(args.model or DEFAULT_MODEL, http, None, None, builtin)
+            yield AgentFactory(args.model or DEFAULT_MODEL, http, None, None, builtin, settings)
         return
     import yaml
 
@@ -177,7 +210,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin)
+        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings)
 
 
 @contextlib.asynccontextmanager

@@ -95,6 +95,18 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         "url_context, code_execution (repeatable)",
     )
     group.add_argument(
+        "--service-tier",
+        choices=("standard", "flex", "priority"),
+        help="the inference tier of every request: flex is half price but best effort "
+        "(minutes of latency, may be shed), priority costs more and answers fastest",
+    )
+    group.add_argument(
+        "--fallback-tier",
+        choices=("standard", "priority"),
+        help="with --service-tier flex: send a request flex shed (after its retries) once "
+        "more at this tier instead of failing",
+    )
+    group.add_argument(
         "-v",
         "--verbose",
         action="store_true",

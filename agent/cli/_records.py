@@ -31,6 +31,7 @@ def result_record(
         "output": result.output_json,
         "cost_usd": result.cost.usd,
         "cost_estimated": result.cost.estimated,
+        "service_tier": result.service_tier,
         "denied": [
             call.name
             for call in result.tool_calls

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
 from agent.cli._logs import agent_log
-from agent.cli._model import AgentFactory, add_subagents, make_agent, open_factory
+from agent.cli._model import (
+    AgentFactory,
+    add_subagents,
+    flag_settings,
+    make_agent,
+    open_factory,
+)
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
 from agent.cli._toolkit import build_toolkit, check_tool_mix_flags, check_toolkit_flags
 from agent.cli.batch import (
@@ -278,6 +284,7 @@ class _Runner:
             if result is not None
             else [],
             usage=result.usage.to_dict() if result is not None else None,
+            service_tier=result.service_tier if result is not None else None,
             duration=round(time.monotonic() - start, 3),
         )
         trajectory = score(case.expect, result)
@@ -365,6 +372,7 @@ class _Runner:
         from agent import DEFAULT_MODEL
 
         model = settings.pop("model") or DEFAULT_MODEL
+        settings.setdefault("settings", flag_settings(self.args))
         return make_agent(
             toolkit, http=http, api_key=key, scripted=key is not None, model=model, **settings
         )
