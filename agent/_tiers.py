@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agent._capability import Capability, RequestShape, RunCapability
 from agent._client import ClientSettings
 from agent._response import requested_tier
+from agent.errors import ConfigurationError
 from agent.events import TierFallbackEvent
 
 if TYPE_CHECKING:
@@ -71,8 +72,17 @@ class ServiceTiers(Capability):
         return cls(settings.service_tier, settings.fallback_tier)
 
     def shape(self, shape: RequestShape) -> None:
-        """Add ``service_tier`` to the request config (unless ``config=`` already sets it)."""
-        shape.options.setdefault("service_tier", self.tier)
+        """Add ``service_tier`` to the request config.
+
+        Raises:
+            ConfigurationError: ``config=`` sets ``service_tier`` too.
+        """
+        if "service_tier" in shape.options:
+            raise ConfigurationError(
+                "config={...} sets service_tier, which ModelSettings(service_tier=...) sets "
+                "too; use one or the other"
+            )
+        shape.options["service_tier"] = self.tier
 
     def start(self, run: RunState) -> RunCapability:
         """Return the run's tier state."""

@@ -221,6 +221,7 @@ class FakeGemini:
         extra_models: Iterable[str] = (),
         shed_flex: int = 0,
         shed_retry_delay: float | None = 1.0,
+        served_tiers: Mapping[str, str] | None = None,
     ) -> None:
         """Create a fake.
 
@@ -247,6 +248,9 @@ class FakeGemini:
                 if not ``None``). A shed request uses up no scripted reply. Every answer
                 names the tier that served it in the ``x-gemini-service-tier`` header.
             shed_retry_delay: The ``RetryInfo`` delay of a shed request, in seconds.
+            served_tiers: Serve an asked-for tier at another, as Gemini serves a
+                ``priority`` request over its limit at ``standard``
+                (``{"priority": "standard"}``); the header names the tier served.
 
         Raises:
             TypeError: ``script`` is a single reply rather than a sequence, or holds a value
@@ -275,6 +279,7 @@ class FakeGemini:
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self.shed_retry_delay = shed_retry_delay
+        self.served_tiers = dict(served_tiers or {})
         self._state = _State(shed=shed_flex)
         if signing_key is not None:
             key = signing_key.encode() if isinstance(signing_key, str) else bytes(signing_key)
@@ -484,7 +489,8 @@ class FakeGemini:
             return value
         outcome = self._emit(value, record, stream)
         if outcome.status == 200:
-            outcome.headers = {**outcome.headers, TIER_HEADER: _served(record.body)}
+            asked = _served(record.body)
+            outcome.headers = {**outcome.headers, TIER_HEADER: self.served_tiers.get(asked, asked)}
         return outcome
 
     def _check_key(self, headers: Mapping[str, str], query: str) -> Outcome | None:

@@ -151,3 +151,26 @@ async def test_the_fake_refuses_a_tier_that_does_not_exist():
         )
     assert response.status_code == 400
     assert "service_tier" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_tier_in_the_response_header_is_recorded_and_priced(stream: bool):
+    # Gemini serves a priority request over its limit at standard, and says so in the header.
+    fake = FakeGemini(
+        [reply("done", usage=USAGE)], api_key=KEY, served_tiers={"priority": "standard"}
+    )
+    agent = _agent(fake, ModelSettings(service_tier="priority"))
+    if stream:
+        events = [event async for event in agent.stream("go")]
+        result = events[-1].result  # type: ignore[union-attr]
+    else:
+        result = await agent.run("go")
+    assert fake.requests[0].body["serviceTier"] == "priority"
+    assert result.service_tier == "standard"
+    assert result.cost.usd == pytest.approx(0.3 + 2.5)  # standard, not the surcharge
+
+
+def test_a_tier_set_both_ways_is_refused():
+    fake = FakeGemini([], api_key=KEY)
+    with pytest.raises(ConfigurationError, match="sets service_tier"):
+        _agent(fake, ModelSettings(service_tier="flex", config={"service_tier": "priority"}))
