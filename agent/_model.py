@@ -276,9 +276,7 @@ class GeminiModel:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
             raise CallFailed(failure)
-        response = _parsed(raw)
-        if response.service_tier is None and (asked := requested_tier(request.config)):
-            response = dataclasses.replace(response, service_tier=asked)
+        response = _with_tier(_parsed(raw), request)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)
@@ -317,6 +315,13 @@ def _base_url(client: genai.Client) -> str | None:
     options = getattr(getattr(client, "_api_client", None), "_http_options", None)
     base = getattr(options, "base_url", None)
     return base if isinstance(base, str) else None
+
+
+def _with_tier(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """Record the tier the request asked for when the server named none."""
+    if response.service_tier is None and (asked := requested_tier(request.config)):
+        return dataclasses.replace(response, service_tier=asked)
+    return response
 
 
 def _parsed(raw: Any) -> ModelResponse:

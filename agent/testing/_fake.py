@@ -472,6 +472,20 @@ class FakeGemini:
             record.body = normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
+        refused = self._refused(record)
+        if refused is not None:
+            return refused
+        value = self._next_reply(record)
+        if isinstance(value, Outcome):
+            return value
+        outcome = self._emit(value, record, stream)
+        if outcome.status == 200:
+            asked = _served(record.body)
+            outcome.headers = {**outcome.headers, TIER_HEADER: self.served_tiers.get(asked, asked)}
+        return outcome
+
+    def _refused(self, record: RecordedRequest) -> Outcome | None:
+        """Return the answer to a request the API would refuse (strict) or shed (flex)."""
         if self.strict:
             problem = check_request(record.body, self._state.book, record.model)
             problem = problem or _tier_problem(record.body)
@@ -484,14 +498,7 @@ class FakeGemini:
             self._state.shed -= 1
             shed = error(503, "UNAVAILABLE", SHED_MESSAGE, retry_delay=self.shed_retry_delay)
             return Outcome(503, _JSON_HEADERS, [json.dumps(shed.body).encode()])
-        value = self._next_reply(record)
-        if isinstance(value, Outcome):
-            return value
-        outcome = self._emit(value, record, stream)
-        if outcome.status == 200:
-            asked = _served(record.body)
-            outcome.headers = {**outcome.headers, TIER_HEADER: self.served_tiers.get(asked, asked)}
-        return outcome
+        return None
 
     def _check_key(self, headers: Mapping[str, str], query: str) -> Outcome | None:
         lowered = {k.lower(): v for k, v in headers.items()}
