@@ -54,6 +54,7 @@ __all__ = [
     "list_agent_files",
     "load_agents",
     "load_agents_async",
+    "load_named_agents_async",
     "read_agent_file",
 ]
 
@@ -386,8 +387,26 @@ def _load(
     catalog_chars: int | None,
     options: dict[str, Any],
 ) -> list[Tool]:
-    from agent._agent import DEFAULT_MODEL
     from agent._subagent import DEFAULT_MAX_DEPTH
+
+    depth = max_depth if max_depth is not None else DEFAULT_MAX_DEPTH
+    return [
+        agent.as_tool(name=name, description=description, max_depth=depth)
+        for name, description, agent in _named(
+            found, toolkit, model, strict, catalog_chars, options
+        )
+    ]
+
+
+def _named(
+    found: list[_Found],
+    toolkit: Toolkit | None,
+    model: str | None,
+    strict: bool,
+    catalog_chars: int | None,
+    options: dict[str, Any],
+) -> list[tuple[str, str, Agent]]:
+    from agent._agent import DEFAULT_MODEL
 
     if catalog_chars is not None and catalog_chars < _MIN_CATALOG:
         raise ConfigurationError(
@@ -400,13 +419,33 @@ def _load(
     descriptions = fit_descriptions([spec.description for spec in specs], catalog_chars)
     if descriptions != [spec.description for spec in specs]:
         notes.shortened = sum(a != b.description for a, b in zip(descriptions, specs, strict=True))
-    depth = max_depth if max_depth is not None else DEFAULT_MAX_DEPTH
-    tools: list[Tool] = []
-    for (spec, tools_of, model_of), description in zip(chosen, descriptions, strict=True):
-        agent = build_agent(spec, tools_of, model_of, options)
-        tools.append(agent.as_tool(name=spec.name, description=description, max_depth=depth))
+    named = [
+        (spec.name, description, build_agent(spec, tools_of, model_of, options))
+        for (spec, tools_of, model_of), description in zip(chosen, descriptions, strict=True)
+    ]
     notes.warn(catalog_chars)
-    return tools
+    return named
+
+
+async def load_named_agents_async(
+    path: str | Path | Sequence[str | Path],
+    *,
+    toolkit: Toolkit | None = None,
+    model: str | None = None,
+    strict: bool = False,
+    catalog_chars: int | None = CATALOG_CHARS,
+    **options: Any,
+) -> list[tuple[str, str, Agent]]:
+    """Load the agent files like `load_agents_async`, as agents rather than tools.
+
+    For hosts that run the agents themselves (``toolnexus-agent serve`` offers each one as
+    an MCP tool): the same files, warnings and errors as `load_agents_async`.
+
+    Returns:
+        ``(name, description, agent)`` per file, in file-name order.
+    """
+    found = await asyncio.to_thread(_read_all, path)
+    return _named(found, toolkit, model, strict, catalog_chars, options)
 
 
 def build_agent(spec: AgentFile, toolkit: Toolkit, model: str, options: Mapping[str, Any]) -> Agent:
