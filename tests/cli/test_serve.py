@@ -21,7 +21,7 @@ import pytest
 import toolnexus as tn
 from agent.testing import FakeGemini, function_call
 from agent.testing._server import FakeServer
-from tests.cli.conftest import cli_env
+from tests.cli.conftest import Cli, cli_env
 
 pytest.importorskip("mcp")
 
@@ -261,3 +261,30 @@ def test_http_refuses_a_foreign_host_or_origin(workspace: Path) -> None:
     assert ok.status_code == 200
     assert host.status_code == 421
     assert origin.status_code == 403
+
+
+def test_serve_without_the_mcp_extra_says_how_to_install_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(sys.modules):
+        if name.split(".")[0] == "mcp":
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # None in sys.modules halts the import
+    code, out, err = cli("serve")
+    assert (code, out) == (2, "")
+    assert err.startswith("toolnexus-agent serve: needs the `mcp` extra (mcp")
+    assert err.endswith(": pip install '.[mcp]' from a clone of toolnexus-gemini\n")
+    assert err.count("\n") == 1
+
+
+def test_serve_usage_errors_are_one_line(cli: Cli, workdir: Path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli("serve", "--port", "70000")
+    assert exit_info.value.code == 2
+    code, out, err = cli("serve", "--agents", "missing")
+    assert (code, out) == (2, "")
+    assert err.startswith("--agents: no agent file or directory at missing")
+    (workdir / "agents").mkdir()
+    code, out, err = cli("serve", "--agents", "agents")  # agents need a key; none is set
+    assert (code, out) == (2, "")
+    assert err.startswith("toolnexus-agent: no Gemini API key.")
