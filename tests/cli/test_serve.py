@@ -60,7 +60,17 @@ def broken(city: str) -> str:
     raise RuntimeError(f"no forecast for {city}")
 
 
-TOOLS = [get_weather, broken]
+def noisy(text: str) -> str:
+    """Prints, and starts a child that prints, before answering."""
+    import subprocess
+    import sys
+
+    print("stray print")
+    subprocess.run([sys.executable, "-c", "print('stray child')"], check=True)
+    return text
+
+
+TOOLS = [get_weather, broken, noisy]
 '''
 
 
@@ -288,3 +298,40 @@ def test_serve_usage_errors_are_one_line(cli: Cli, workdir: Path) -> None:
     code, out, err = cli("serve", "--agents", "agents")  # agents need a key; none is set
     assert (code, out) == (2, "")
     assert err.startswith("toolnexus-agent: no Gemini API key.")
+
+
+def test_stdio_writes_nothing_but_protocol_to_stdout(workspace: Path) -> None:
+    messages = [
+        _INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "noisy", "arguments": {"text": "quiet answer"}},
+        },
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent", "serve", *_flags(workspace)],
+        cwd=workspace,
+        env=cli_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(json.dumps(message) + "\n" for message in messages))
+    process.stdin.flush()
+    replies: list[dict[str, Any]] = []
+    try:
+        while len(replies) < 2:  # the two replies, then the client hangs up
+            line = process.stdout.readline()
+            assert line, "the server closed stdout before answering"
+            replies.append(json.loads(line))  # every line is a JSON-RPC message
+    finally:
+        rest, err = process.communicate(timeout=60)  # closes stdin: the server ends
+    assert (process.returncode, rest) == (0, ""), err
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[1]["result"]["content"] == [{"type": "text", "text": "quiet answer"}]
+    assert "stray print" in err and "stray child" in err
