@@ -21,7 +21,7 @@ import pytest
 import toolnexus as tn
 from agent.testing import FakeGemini, function_call
 from agent.testing._server import FakeServer
-from tests.cli.conftest import Cli, cli_env
+from tests.cli.conftest import REPO, Cli, cli_env
 
 pytest.importorskip("mcp")
 
@@ -335,3 +335,24 @@ def test_stdio_writes_nothing_but_protocol_to_stdout(workspace: Path) -> None:
     assert [reply["id"] for reply in replies] == [1, 2]
     assert replies[1]["result"]["content"] == [{"type": "text", "text": "quiet answer"}]
     assert "stray print" in err and "stray child" in err
+
+
+async def test_the_server_is_itself_an_mcp_source_of_toolnexus(workspace: Path) -> None:
+    command = [sys.executable, "-m", "agent", "serve", "--no-builtins", "--tools"]
+    config = {
+        "mcpServers": {
+            "tnx": {
+                "command": [*command, "servetools:TOOLS"],
+                "cwd": str(workspace),
+                "env": {"PYTHONPATH": str(REPO)},
+            }
+        }
+    }
+    async with await tn.build_async(mcp=config, builtins=False) as toolkit:
+        names = toolkit.names
+        weather = await tn.execute_async(toolkit, "tnx_get_weather", {"city": "Rome"})
+        broken = await tn.execute_async(toolkit, "tnx_broken", {"city": "Rome"})
+    assert set(names) == {"tnx_get_weather", "tnx_broken", "tnx_noisy"}
+    assert (weather.is_error, weather.output) == (False, "sunny in Rome")
+    assert broken.is_error
+    assert "Tool 'broken' failed: RuntimeError: no forecast for Rome" in broken.output
