@@ -292,7 +292,12 @@ class _Served:
         if rule == "allow":
             return None
         # A rule function cannot be judged without a model's call; refusing is the safe side.
-        reason = rule.reason if isinstance(rule, Deny) else NO_ELICITATION
+        if isinstance(rule, Deny):
+            reason = rule.reason
+        elif rule == "deny":
+            reason = "the approval policy refuses it"
+        else:
+            reason = NO_ELICITATION
         return f"The call to {name!r} needs approval and was not run: {reason}."
 
     async def _run_agent(
