@@ -168,8 +168,7 @@ async def _agents(
     """
     if args.agents is None:
         return {}
-    from agent import ClientSettings
-    from agent._agent_files import load_named_agents_async
+    from agent import ClientSettings, load_named_agents_async
     from agent.cli._model import open_factory
     from agent.errors import ConfigurationError
 
