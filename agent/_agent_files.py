@@ -356,7 +356,9 @@ def load_agents(
             ``strict``, or named directly); two agents share a name, or an agent is named
             like a tool of ``toolkit``; ``catalog_chars`` is below 500.
     """
-    return _load(_read_all(path), toolkit, model, max_depth, strict, catalog_chars, options)
+    # _named is called from here, so its warnings' stacklevel names the caller of this function.
+    named = _named(_read_all(path), toolkit, model, strict, catalog_chars, options)
+    return _as_tools(named, max_depth)
 
 
 async def load_agents_async(
@@ -375,26 +377,17 @@ async def load_agents_async(
     result and errors as `load_agents`.
     """
     found = await asyncio.to_thread(_read_all, path)
-    return _load(found, toolkit, model, max_depth, strict, catalog_chars, options)
+    named = _named(found, toolkit, model, strict, catalog_chars, options)
+    return _as_tools(named, max_depth)
 
 
-def _load(
-    found: list[_Found],
-    toolkit: Toolkit | None,
-    model: str | None,
-    max_depth: int | None,
-    strict: bool,
-    catalog_chars: int | None,
-    options: dict[str, Any],
-) -> list[Tool]:
+def _as_tools(named: list[tuple[str, str, Agent]], max_depth: int | None) -> list[Tool]:
     from agent._subagent import DEFAULT_MAX_DEPTH
 
     depth = max_depth if max_depth is not None else DEFAULT_MAX_DEPTH
     return [
         agent.as_tool(name=name, description=description, max_depth=depth)
-        for name, description, agent in _named(
-            found, toolkit, model, strict, catalog_chars, options
-        )
+        for name, description, agent in named
     ]
 
 
