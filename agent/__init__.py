@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         list_agent_files,
         load_agents,
         load_agents_async,
+        load_named_agents_async,
     )
     from agent._approval import ApprovalPolicy, Deny
     from agent._client import ClientSettings
@@ -81,6 +82,7 @@ _LAZY = {
     "Veto": "agent.hooks",
     "load_agents": "agent._agent_files",
     "load_agents_async": "agent._agent_files",
+    "load_named_agents_async": "agent._agent_files",
     "list_agent_files": "agent._agent_files",
     "AgentFileWarning": "agent._agent_files",
     "Cost": "agent._cost",
@@ -152,5 +154,6 @@ __all__ = [
     "list_agent_files",
     "load_agents",
     "load_agents_async",
+    "load_named_agents_async",
     "scrub",
 ]

@@ -54,6 +54,7 @@ __all__ = [
     "list_agent_files",
     "load_agents",
     "load_agents_async",
+    "load_named_agents_async",
     "read_agent_file",
 ]
 
@@ -355,7 +356,9 @@ def load_agents(
             ``strict``, or named directly); two agents share a name, or an agent is named
             like a tool of ``toolkit``; ``catalog_chars`` is below 500.
     """
-    return _load(_read_all(path), toolkit, model, max_depth, strict, catalog_chars, options)
+    # _named is called from here, so its warnings' stacklevel names the caller of this function.
+    named = _named(_read_all(path), toolkit, model, strict, catalog_chars, options)
+    return _as_tools(named, max_depth)
 
 
 async def load_agents_async(
@@ -374,20 +377,29 @@ async def load_agents_async(
     result and errors as `load_agents`.
     """
     found = await asyncio.to_thread(_read_all, path)
-    return _load(found, toolkit, model, max_depth, strict, catalog_chars, options)
+    named = _named(found, toolkit, model, strict, catalog_chars, options)
+    return _as_tools(named, max_depth)
 
 
-def _load(
+def _as_tools(named: list[tuple[str, str, Agent]], max_depth: int | None) -> list[Tool]:
+    from agent._subagent import DEFAULT_MAX_DEPTH
+
+    depth = max_depth if max_depth is not None else DEFAULT_MAX_DEPTH
+    return [
+        agent.as_tool(name=name, description=description, max_depth=depth)
+        for name, description, agent in named
+    ]
+
+
+def _named(
     found: list[_Found],
     toolkit: Toolkit | None,
     model: str | None,
-    max_depth: int | None,
     strict: bool,
     catalog_chars: int | None,
     options: dict[str, Any],
-) -> list[Tool]:
+) -> list[tuple[str, str, Agent]]:
     from agent._agent import DEFAULT_MODEL
-    from agent._subagent import DEFAULT_MAX_DEPTH
 
     if catalog_chars is not None and catalog_chars < _MIN_CATALOG:
         raise ConfigurationError(
@@ -400,13 +412,33 @@ def _load(
     descriptions = fit_descriptions([spec.description for spec in specs], catalog_chars)
     if descriptions != [spec.description for spec in specs]:
         notes.shortened = sum(a != b.description for a, b in zip(descriptions, specs, strict=True))
-    depth = max_depth if max_depth is not None else DEFAULT_MAX_DEPTH
-    tools: list[Tool] = []
-    for (spec, tools_of, model_of), description in zip(chosen, descriptions, strict=True):
-        agent = build_agent(spec, tools_of, model_of, options)
-        tools.append(agent.as_tool(name=spec.name, description=description, max_depth=depth))
+    named = [
+        (spec.name, description, build_agent(spec, tools_of, model_of, options))
+        for (spec, tools_of, model_of), description in zip(chosen, descriptions, strict=True)
+    ]
     notes.warn(catalog_chars)
-    return tools
+    return named
+
+
+async def load_named_agents_async(
+    path: str | Path | Sequence[str | Path],
+    *,
+    toolkit: Toolkit | None = None,
+    model: str | None = None,
+    strict: bool = False,
+    catalog_chars: int | None = CATALOG_CHARS,
+    **options: Any,
+) -> list[tuple[str, str, Agent]]:
+    """Load the agent files like `load_agents_async`, as agents rather than tools.
+
+    For hosts that run the agents themselves (``toolnexus-agent serve`` offers each one as
+    an MCP tool): the same files, warnings and errors as `load_agents_async`.
+
+    Returns:
+        ``(name, description, agent)`` per file, in file-name order.
+    """
+    found = await asyncio.to_thread(_read_all, path)
+    return _named(found, toolkit, model, strict, catalog_chars, options)
 
 
 def build_agent(spec: AgentFile, toolkit: Toolkit, model: str, options: Mapping[str, Any]) -> Agent:

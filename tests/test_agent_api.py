@@ -55,6 +55,7 @@ EXPECTED = [
     "list_agent_files",
     "load_agents",
     "load_agents_async",
+    "load_named_agents_async",
     "scrub",
 ]
 

@@ -106,6 +106,7 @@ def test_every_subcommand_has_help_with_examples(capsys: pytest.CaptureFixture[s
         "run",
         "chat",
         "tools",
+        "serve",
         "batch",
         "eval",
         "demo",
