@@ -11,6 +11,9 @@ A call ends at the first of two limits: the tool's own ``Tool.timeout`` (by defa
 `DEFAULT_TOOL_TIMEOUT`) and the caller's ``ToolContext.timeout``. A sync tool that is
 still running then is left to finish on its daemon thread; its result is dropped.
 
+A sync tool runs on a worker thread, unless it says it never blocks (``Tool.inline``): then
+it runs on the event loop, and nothing can stop it part-way.
+
 What no wrapper can catch: a sync tool that calls ``os._exit`` (or crashes the
 interpreter) ends the whole process, agent included. Run such code in a subprocess.
 """
@@ -186,7 +189,8 @@ async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     if inspect.iscoroutinefunction(tool.handler):
         value: object = await tool.handler(args, ctx)
     else:
-        value = await _in_thread(tool, args, ctx)
+        # A sync tool that says it never blocks runs here, any other on a worker thread.
+        value = tool.handler(args, ctx) if tool.inline else await _in_thread(tool, args, ctx)
         if inspect.isawaitable(value):
             value = await value
     return value
