@@ -20,17 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._approval import Approval, ApprovalPolicy
-from agent._builtin_tools import BuiltinTools
 from agent._calls import maybe
 from agent._capability import Capability, Chain, RunCapability
-from agent._compaction import Compaction, Compactor, compact
 from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
 from agent._hooked import HookCalls
 from agent._limits import Budget
 from agent._loop import Run
 from agent._media import read_prompt
-from agent._output import TypedOutput
 from agent._session import open_session
 from agent._state import RunState, current_run
 from agent._traced import Tracing
@@ -40,11 +37,14 @@ from agent.hooks import Hooks
 from agent.steps import Steps
 
 if TYPE_CHECKING:
+    from agent._builtin_tools import BuiltinTools
     from agent._calls import WaitFor
+    from agent._compaction import Compaction
     from agent._limits import UsageLimits
     from agent._media import Prompt
     from agent._model import GeminiModel
     from agent._options import RunLimits
+    from agent._output import TypedOutput
     from agent._result import RunResult
     from agent._store import Store
     from toolnexus import Answer, Toolkit
@@ -86,23 +86,22 @@ def capabilities_of(
 
 
 class _Compaction(Capability):
-    """Compaction as the agent was configured: always, never, or for session runs."""
+    """Compaction as the agent was configured: always, never, or for session runs.
+
+    The compaction module loads with the first run that compacts, not with the agent.
+    """
 
     def __init__(self, setting: Compaction | bool | None) -> None:
         self.setting = setting
 
     def start(self, run: RunState) -> RunCapability | None:
-        policy = policy_for(self.setting, run.session)
-        return None if policy is None else Compactor(policy).start(run)
+        setting, session = self.setting, run.session
+        if setting is False or (setting is None and session is None):
+            return None
+        from agent._compaction import Compaction, Compactor
 
-
-def policy_for(setting: Compaction | bool | None, session: str | None) -> Compaction | None:
-    """Return the compaction that applies to a run (``None`` (default): session runs only)."""
-    if setting is None:
-        return Compaction() if session is not None else None
-    if setting is False or setting is True:
-        return Compaction() if setting else None
-    return setting
+        policy = setting if isinstance(setting, Compaction) else Compaction()
+        return Compactor(policy).start(run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +125,7 @@ class AgentCore:
     usage_limits: UsageLimits | None
     """Budgets of every run (a call's own replace them)."""
     compaction: Compaction | bool | None
-    """The agent's compaction setting (see `policy_for`)."""
+    """The agent's compaction setting: a `Compaction`, ``False``, or ``None`` (session runs)."""
     store: Callable[[], Store]
     """Where ``session=`` conversations are kept."""
 
@@ -196,6 +195,8 @@ class RunPlan:
         async with self._opened(compacting=True) as run:
             result: RunResult | None = None
             error: BaseException | None = None
+            from agent._compaction import compact
+
             try:
                 await compact(run.state, policy, force=True)
                 await run.checkpoint(None)
