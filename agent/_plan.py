@@ -176,19 +176,18 @@ class RunPlan:
 
         A sub-agent's events also reach its parent's stream, as `SubAgentEvent`s.
         """
-        async with self._opened() as run, contextlib.aclosing(self._drive(run)) as events:
+        async with self._running() as (events, ending):
             async for event in events:
+                ending.saw(event)
                 yield event
 
     async def result(self) -> RunResult:
         """Run to the end and return the result (the events are forwarded, not kept)."""
-        result: RunResult | None = None
-        async with contextlib.aclosing(self.events()) as events:
+        async with self._running() as (events, ending):
             async for event in events:
-                if isinstance(event, DoneEvent):
-                    result = event.result
-        assert result is not None
-        return result
+                ending.saw(event)
+        assert ending.result is not None
+        return ending.result
 
     async def compact(self, policy: Compaction) -> RunResult:
         """Compact the transcript now, whatever its size; save it when it is a session's."""
@@ -249,40 +248,32 @@ class RunPlan:
         text = await maybe(core.system_prompt(self.deps))
         return core.model.with_system(system_instruction(text, core.catalog))
 
-    async def _drive(self, run: Run) -> AsyncGenerator[Event, None]:
-        """Yield the loop's events under the deadline; close the capabilities at the end."""
-        closed = False
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[tuple[AsyncGenerator[Event, None], _Ending]]:
+        """Open the run and yield its events; the capabilities close once, however it ends.
 
-        def close(result: RunResult | None, error: BaseException | None) -> None:
-            nonlocal closed
-            if not closed:
-                closed = True
-                run.chain.close(run.state, result, error)
-                self._report(result, error)
-
-        try:
-            async with contextlib.aclosing(self._deadlined(run)) as events:
-                async for event in events:
-                    if isinstance(event, DoneEvent):
-                        # Nothing happens after the last event: close now, not when the
-                        # consumer gets round to closing the stream.
-                        close(event.result, None)
-                    self._forward(event)
-                    yield event
-        except BaseException as exc:
-            close(None, exc)
-            raise
-        finally:
-            close(None, None)
+        The events are the loop's own (under the deadline, when there is one), so a run
+        without a deadline drains the loop directly.
+        """
+        async with self._opened() as run:
+            ending = _Ending(self, run)
+            has_deadline = run.state.limits.deadline is not None
+            events = self._deadlined(run) if has_deadline else run.events()
+            try:
+                async with contextlib.aclosing(events):
+                    yield events, ending
+            except BaseException as exc:
+                ending.close(None, exc)
+                raise
+            finally:
+                ending.close(None, None)
 
     async def _deadlined(self, run: Run) -> AsyncGenerator[Event, None]:
+        """Yield the loop's events, ending the run when it passes its deadline."""
         deadline = run.state.limits.deadline
+        assert deadline is not None
         events = run.events()
         async with contextlib.aclosing(events):
-            if deadline is None:
-                async for event in events:
-                    yield event
-                return
             # The clock goes through the steps: a durable run replayed after a crash keeps
             # the deadline of its first start.
             started = await self.steps.now()
@@ -303,19 +294,42 @@ class RunPlan:
                     ) from None
                 yield event
 
-    def _forward(self, event: Event) -> None:
-        """Hand a sub-agent's event to its parent's stream, marked with its name and depth."""
-        parent = self.parent
-        if parent is None:
-            return
-        nested = event if isinstance(event, SubAgentEvent) else None
-        parent.emit(nested or SubAgentEvent(self.name or "agent", self.depth, event))
 
-    def _report(self, result: RunResult | None, error: BaseException | None) -> None:
-        """Add a sub-agent's usage and cost to its parent's, finished or failed."""
-        if self.parent is None:
+class _Ending:
+    """What a plan does with each event of its run, and once when the run ends.
+
+    A sub-agent's run (one with a parent) also hands its events to the parent's stream and,
+    finished or failed, its usage and cost to the parent's result.
+    """
+
+    def __init__(self, plan: RunPlan, run: Run) -> None:
+        self.plan = plan
+        self.run = run
+        self.result: RunResult | None = None
+        """The run's result, once its `DoneEvent` has been seen."""
+        self.closed = False
+
+    def saw(self, event: Event) -> None:
+        """Take note of one event on its way out: the last one closes the run at once."""
+        if isinstance(event, DoneEvent):
+            # Nothing happens after the last event: close now, not when the consumer
+            # gets round to closing the stream.
+            self.close(event.result, None)
+        parent = self.plan.parent
+        if parent is not None:
+            nested = event if isinstance(event, SubAgentEvent) else None
+            plan = self.plan
+            parent.emit(nested or SubAgentEvent(plan.name or "agent", plan.depth, event))
+
+    def close(self, result: RunResult | None, error: BaseException | None) -> None:
+        """Tell the capabilities (and a parent) how the run ended; only the first call counts."""
+        if self.closed:
             return
+        self.closed = True
+        self.result = result
+        self.run.chain.close(self.run.state, result, error)
+        parent = self.plan.parent
         if result is None and isinstance(error, RunError):
             result = error.result
-        if result is not None:
-            self.parent.adopt(result)
+        if parent is not None and result is not None:
+            parent.adopt(result)

@@ -75,19 +75,18 @@ class Outbox:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        self._arrived: asyncio.Event | None = None
+        self._arrival: asyncio.Future[None] | None = None
+        """Resolved by the next event delivered while the loop `wait`s on tool calls."""
 
     def put(self, event: Event) -> None:
         """Deliver one event (the loop yields it at its next chance)."""
         self.events.append(event)
-        if self._arrived is not None:
-            self._arrived.set()
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
 
     def drain(self) -> list[Event]:
         """Return and forget the events delivered so far."""
         events, self.events = self.events, []
-        if self._arrived is not None:
-            self._arrived.clear()
         return events
 
     async def wait(
@@ -96,15 +95,10 @@ class Outbox:
         """Wait until one of ``futures`` is done or an event arrives; return (done, waiting)."""
         if self.events:
             return set(), futures
-        if self._arrived is None:
-            self._arrived = asyncio.Event()
-        arrival = asyncio.ensure_future(self._arrived.wait())
-        try:
-            done, waiting = await asyncio.wait(
-                {*futures, arrival}, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            arrival.cancel()
+        if self._arrival is None or self._arrival.done():
+            self._arrival = asyncio.get_running_loop().create_future()
+        arrival = self._arrival  # still pending after a wait the calls ended: used again
+        done, waiting = await asyncio.wait({*futures, arrival}, return_when=asyncio.FIRST_COMPLETED)
         done.discard(arrival)
         waiting.discard(arrival)
         return done, waiting
