@@ -235,6 +235,12 @@ class RunPlan:
                 name=self.name,
             )
             state.archive = opened.archive
+            if opened.contents is not None:
+                # The session's saved dicts stand for their Contents: a save after this
+                # run's first turn writes that turn only, and compaction's estimate starts
+                # from the last request's size.
+                state.dumped = list(zip(state.contents, opened.contents, strict=True))
+                state.sent = opened.sent
             chain = Chain([r for c in core.capabilities if (r := c.start(state)) is not None])
             state.result_fields = lambda fields: chain.finish(state, fields)
             prompt = await read_prompt(self.prompt) if self.prompt is not None else None

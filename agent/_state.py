@@ -168,6 +168,9 @@ class RunState:
     """Makes one extra model call (retries, steps, spans) and counts it; the loop sets it."""
     result_fields: Callable[[dict[str, Any]], None] = field(default=lambda fields: None, init=False)
     """Lets the capabilities add result fields; the plan sets it."""
+    dumped: list[tuple[Content, dict[str, Any]]] = field(default_factory=list, init=False)
+    """The transcript's Contents with their JSON-ready dicts, each dumped once (see
+    `transcript`); seeded with a session's saved dicts."""
 
     def __post_init__(self) -> None:
         self.depth = self.parent.depth + 1 if self.parent is not None else 0
@@ -183,8 +186,20 @@ class RunState:
         return self.model.request(list(self.contents), self.turns + 1)
 
     def transcript(self) -> list[dict[str, Any]]:
-        """Return the transcript as JSON-ready Content dicts (camelCase wire keys)."""
-        return [to_dict(content) for content in self.contents]
+        """Return the transcript as JSON-ready Content dicts (camelCase wire keys).
+
+        Each Content is dumped once: a later call hands back the same dict for it, so a save
+        after each turn dumps what the turn added, not the whole transcript. The dicts are
+        shared, never to be changed (compaction builds new ones).
+        """
+        dumped, contents = self.dumped, self.contents
+        for index, content in enumerate(contents):
+            if index < len(dumped) and dumped[index][0] is content:
+                continue
+            del dumped[index:]
+            dumped.append((content, to_dict(content)))
+        del dumped[len(contents) :]
+        return [as_dict for _, as_dict in dumped]
 
     def limit_chain(self) -> Iterator[tuple[UsageLimits, Tally]]:
         """Yield the usage limits that bind this run, each with the tally it is checked on."""
