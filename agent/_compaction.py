@@ -245,7 +245,8 @@ def _estimate(run: RunState) -> int:
     prompt, length = run.sent
     if prompt == 0 or length > len(run.contents):
         return estimate_tokens(run.transcript())
-    return prompt + estimate_tokens(run.transcript()[length:])
+    added = [to_dict(content) for content in run.contents[length:]]
+    return prompt + estimate_tokens(added)
 
 
 async def _summarise(run: RunState, old: list[dict[str, Any]]) -> str | None:
