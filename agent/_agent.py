@@ -11,7 +11,6 @@ from agent._approval import ApprovalPolicy, Rule
 from agent._builtin_tools import BuiltinTools, check_tool_mix
 from agent._capability import RequestShape
 from agent._client import ClientSettings
-from agent._compaction import Compaction
 from agent._cost import price_table
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._known_models import warn_if_unknown
@@ -19,7 +18,6 @@ from agent._limits import UsageLimits
 from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._options import ModelSettings, RunLimits, split_legacy
-from agent._output import OutputSpec, TypedOutput
 from agent._plan import AgentCore, RunPlan, SystemPrompt, capabilities_of
 from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
@@ -33,6 +31,8 @@ if TYPE_CHECKING:
     from google import genai
 
     from agent._calls import WaitFor
+    from agent._compaction import Compaction
+    from agent._output import OutputSpec, TypedOutput
     from agent._result import RunResult
     from agent._store import Store
     from agent.steps import Steps
@@ -150,9 +150,7 @@ class Agent:
             )
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
-        typed = None
-        if output_type is not None:
-            typed = TypedOutput(output_type, settings.output_mode, limits.output_retries)
+        typed = _typed_output(output_type, settings, limits)
         capabilities = capabilities_of(
             hooks=hooks,
             approval=ApprovalPolicy.of(approval),
@@ -496,6 +494,8 @@ class Agent:
         """
         if (history is None) == (session is None):
             raise ConfigurationError("compact() needs history= or session=, one of them")
+        from agent._compaction import Compaction
+
         policy = self._core.compaction
         if not isinstance(policy, Compaction):
             policy = Compaction()
@@ -527,6 +527,17 @@ def _client_of(
     if client is None:
         return ClientSettings(**legacy)
     return client
+
+
+def _typed_output(
+    output_type: Any, settings: ModelSettings, limits: RunLimits
+) -> TypedOutput | None:
+    """Return the typed-output capability, or ``None``; its module loads only when used."""
+    if output_type is None:
+        return None
+    from agent._output import TypedOutput
+
+    return TypedOutput(output_type, settings.output_mode, limits.output_retries)
 
 
 def _generation(model: str, settings: ModelSettings, shape: RequestShape) -> dict[str, Any] | None:

@@ -288,10 +288,13 @@ class _ApprovalRun(RunCapability):
             if not is_approval(request):  # the tool's own question: the tool takes it
                 return await proceed(invocation)
             return await _apply(run, invocation, request, answer, proceed)
+        tool = run.toolkit.get(invocation.call.name)
+        if tool is None or self.policy.rule_for(tool) == "allow":
+            return await proceed(invocation)  # most calls: nothing to decide
         # The rule sees the arguments the tool would run with (after a before-tool hook).
         call = dataclasses.replace(invocation.call, args=invocation.args)
         rules = functools.partial(call_hook, run)
-        decision = await decide_call(self.policy, run.toolkit.get(call.name), call, rules)
+        decision = await decide_call(self.policy, tool, call, rules)
         if isinstance(decision, Deny):
             return denied(call.name, decision.reason, by="the approval policy")
         if decision == "deny":

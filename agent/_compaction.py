@@ -1,8 +1,9 @@
 """Context compaction: keep a long conversation inside the model's input window.
 
 Before each model call the loop estimates the size of the next request: the last turn's
-``promptTokenCount`` plus about one token per four characters of what was added since (for
-a ``history=`` passed in with no turn yet, the four-characters rule over all of it). When
+``promptTokenCount`` plus about one token per four characters of what was added since (a
+session's next run starts from the count its last run saved; for a ``history=`` passed in
+with no turn yet, the four-characters rule applies to all of it). When
 that passes the trigger (`Compaction.trigger_tokens`, or `Compaction.trigger_fraction` of
 the model's input-token limit), the transcript is compacted in two steps:
 

@@ -146,7 +146,8 @@ def decide(
         if streaks.empty > limits.empty_retries:
             return Stop("incomplete", keep=False, limit="empty_response"), streaks
         return AskAgain(), streaks
-    streaks = dataclasses.replace(streaks, malformed=0, empty=0)
+    if streaks.malformed or streaks.empty:
+        streaks = dataclasses.replace(streaks, malformed=0, empty=0)
     if kind is Kind.FINAL:
         return Stop("completed", text=response.text), streaks
     if kind is not Kind.CALLS:  # BLOCKED or MAX_TOKENS
@@ -157,7 +158,7 @@ def decide(
             "incomplete", text=response.text, reason=reason, limit="max_tokens", refusal=refusal
         )
         return cut, streaks
-    same = call_signature(response.calls) == streaks.last_calls
+    same = streaks.last_calls is not None and call_signature(response.calls) == streaks.last_calls
     if same and streaks.repeats + 1 >= limits.repeat_limit:
         refusal = (
             f"Not run: this exact call was made {limits.repeat_limit} turns in a row "

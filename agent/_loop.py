@@ -64,8 +64,9 @@ __all__ = ["Checkpoint", "Run"]
 
 logger = logging.getLogger("agent")
 
-Checkpoint = Callable[[list[dict[str, Any]], "Request | None"], Awaitable[None]]
-"""Saves the transcript (and the request it waits on) after each completed turn."""
+Checkpoint = Callable[[list[dict[str, Any]], "Request | None", tuple[int, int]], Awaitable[None]]
+"""Saves the transcript, the request it waits on and the size of the last request
+(`RunState.sent`) after each completed turn."""
 
 Outcome = tuple[dict[str, Any], "ToolResult"]
 """What one tool call gives: the arguments it ran with and its result."""
@@ -398,7 +399,7 @@ class Run:
     async def checkpoint(self, pending: Request | None) -> None:
         """Hand the transcript to the session store, at a point where it is valid history."""
         if self.save is not None:
-            await self.save(self.state.transcript(), pending)
+            await self.save(self.state.transcript(), pending, self.state.sent)
 
     async def end(self, result: RunResult) -> DoneEvent:
         """Save the run's last state and return its `DoneEvent`."""

@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent._approval import Approval, ApprovalPolicy
-from agent._builtin_tools import BuiltinTools
 from agent._calls import maybe
 from agent._capability import Capability, Chain, RunCapability
-from agent._compaction import Compaction, Compactor, compact
 from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
 from agent._hooked import HookCalls
@@ -31,7 +29,6 @@ from agent._inline_limit import InlineLimit
 from agent._limits import Budget
 from agent._loop import Run
 from agent._media import read_prompt
-from agent._output import TypedOutput
 from agent._session import open_session
 from agent._state import RunState, current_run
 from agent._tiers import ServiceTiers
@@ -42,11 +39,14 @@ from agent.hooks import Hooks
 from agent.steps import Steps
 
 if TYPE_CHECKING:
+    from agent._builtin_tools import BuiltinTools
     from agent._calls import WaitFor
+    from agent._compaction import Compaction
     from agent._limits import UsageLimits
     from agent._media import Prompt
     from agent._model import GeminiModel
     from agent._options import RunLimits
+    from agent._output import TypedOutput
     from agent._result import RunResult
     from agent._store import Store
     from toolnexus import Answer, Toolkit
@@ -95,23 +95,22 @@ def capabilities_of(
 
 
 class _Compaction(Capability):
-    """Compaction as the agent was configured: always, never, or for session runs."""
+    """Compaction as the agent was configured: always, never, or for session runs.
+
+    The compaction module loads with the first run that compacts, not with the agent.
+    """
 
     def __init__(self, setting: Compaction | bool | None) -> None:
         self.setting = setting
 
     def start(self, run: RunState) -> RunCapability | None:
-        policy = policy_for(self.setting, run.session)
-        return None if policy is None else Compactor(policy).start(run)
+        setting, session = self.setting, run.session
+        if setting is False or (setting is None and session is None):
+            return None
+        from agent._compaction import Compaction, Compactor
 
-
-def policy_for(setting: Compaction | bool | None, session: str | None) -> Compaction | None:
-    """Return the compaction that applies to a run (``None`` (default): session runs only)."""
-    if setting is None:
-        return Compaction() if session is not None else None
-    if setting is False or setting is True:
-        return Compaction() if setting else None
-    return setting
+        policy = setting if isinstance(setting, Compaction) else Compaction()
+        return Compactor(policy).start(run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +134,7 @@ class AgentCore:
     usage_limits: UsageLimits | None
     """Budgets of every run (a call's own replace them)."""
     compaction: Compaction | bool | None
-    """The agent's compaction setting (see `policy_for`)."""
+    """The agent's compaction setting: a `Compaction`, ``False``, or ``None`` (session runs)."""
     store: Callable[[], Store]
     """Where ``session=`` conversations are kept."""
 
@@ -186,25 +185,26 @@ class RunPlan:
 
         A sub-agent's events also reach its parent's stream, as `SubAgentEvent`s.
         """
-        async with self._opened() as run, contextlib.aclosing(self._drive(run)) as events:
+        async with self._running() as (events, ending):
             async for event in events:
+                ending.saw(event)
                 yield event
 
     async def result(self) -> RunResult:
         """Run to the end and return the result (the events are forwarded, not kept)."""
-        result: RunResult | None = None
-        async with contextlib.aclosing(self.events()) as events:
+        async with self._running() as (events, ending):
             async for event in events:
-                if isinstance(event, DoneEvent):
-                    result = event.result
-        assert result is not None
-        return result
+                ending.saw(event)
+        assert ending.result is not None
+        return ending.result
 
     async def compact(self, policy: Compaction) -> RunResult:
         """Compact the transcript now, whatever its size; save it when it is a session's."""
         async with self._opened(compacting=True) as run:
             result: RunResult | None = None
             error: BaseException | None = None
+            from agent._compaction import compact
+
             try:
                 await compact(run.state, policy, force=True)
                 await run.checkpoint(None)
@@ -244,6 +244,12 @@ class RunPlan:
                 name=self.name,
             )
             state.archive = opened.archive
+            if opened.contents is not None:
+                # The session's saved dicts stand for their Contents: a save after this
+                # run's first turn writes that turn only, and compaction's estimate starts
+                # from the last request's size.
+                state.dumped = list(zip(state.contents, opened.contents, strict=True))
+                state.sent = opened.sent
             chain = Chain([r for c in core.capabilities if (r := c.start(state)) is not None])
             state.result_fields = lambda fields: chain.finish(state, fields)
             prompt = await read_prompt(self.prompt) if self.prompt is not None else None
@@ -257,40 +263,32 @@ class RunPlan:
         text = await maybe(core.system_prompt(self.deps))
         return core.model.with_system(system_instruction(text, core.catalog))
 
-    async def _drive(self, run: Run) -> AsyncGenerator[Event, None]:
-        """Yield the loop's events under the deadline; close the capabilities at the end."""
-        closed = False
+    @contextlib.asynccontextmanager
+    async def _running(self) -> AsyncIterator[tuple[AsyncGenerator[Event, None], _Ending]]:
+        """Open the run and yield its events; the capabilities close once, however it ends.
 
-        def close(result: RunResult | None, error: BaseException | None) -> None:
-            nonlocal closed
-            if not closed:
-                closed = True
-                run.chain.close(run.state, result, error)
-                self._report(result, error)
-
-        try:
-            async with contextlib.aclosing(self._deadlined(run)) as events:
-                async for event in events:
-                    if isinstance(event, DoneEvent):
-                        # Nothing happens after the last event: close now, not when the
-                        # consumer gets round to closing the stream.
-                        close(event.result, None)
-                    self._forward(event)
-                    yield event
-        except BaseException as exc:
-            close(None, exc)
-            raise
-        finally:
-            close(None, None)
+        The events are the loop's own (under the deadline, when there is one), so a run
+        without a deadline drains the loop directly.
+        """
+        async with self._opened() as run:
+            ending = _Ending(self, run)
+            has_deadline = run.state.limits.deadline is not None
+            events = self._deadlined(run) if has_deadline else run.events()
+            try:
+                async with contextlib.aclosing(events):
+                    yield events, ending
+            except BaseException as exc:
+                ending.close(None, exc)
+                raise
+            finally:
+                ending.close(None, None)
 
     async def _deadlined(self, run: Run) -> AsyncGenerator[Event, None]:
+        """Yield the loop's events, ending the run when it passes its deadline."""
         deadline = run.state.limits.deadline
+        assert deadline is not None
         events = run.events()
         async with contextlib.aclosing(events):
-            if deadline is None:
-                async for event in events:
-                    yield event
-                return
             # The clock goes through the steps: a durable run replayed after a crash keeps
             # the deadline of its first start.
             started = await self.steps.now()
@@ -311,19 +309,42 @@ class RunPlan:
                     ) from None
                 yield event
 
-    def _forward(self, event: Event) -> None:
-        """Hand a sub-agent's event to its parent's stream, marked with its name and depth."""
-        parent = self.parent
-        if parent is None:
-            return
-        nested = event if isinstance(event, SubAgentEvent) else None
-        parent.emit(nested or SubAgentEvent(self.name or "agent", self.depth, event))
 
-    def _report(self, result: RunResult | None, error: BaseException | None) -> None:
-        """Add a sub-agent's usage and cost to its parent's, finished or failed."""
-        if self.parent is None:
+class _Ending:
+    """What a plan does with each event of its run, and once when the run ends.
+
+    A sub-agent's run (one with a parent) also hands its events to the parent's stream and,
+    finished or failed, its usage and cost to the parent's result.
+    """
+
+    def __init__(self, plan: RunPlan, run: Run) -> None:
+        self.plan = plan
+        self.run = run
+        self.result: RunResult | None = None
+        """The run's result, once its `DoneEvent` has been seen."""
+        self.closed = False
+
+    def saw(self, event: Event) -> None:
+        """Take note of one event on its way out: the last one closes the run at once."""
+        if isinstance(event, DoneEvent):
+            # Nothing happens after the last event: close now, not when the consumer
+            # gets round to closing the stream.
+            self.close(event.result, None)
+        parent = self.plan.parent
+        if parent is not None:
+            nested = event if isinstance(event, SubAgentEvent) else None
+            plan = self.plan
+            parent.emit(nested or SubAgentEvent(plan.name or "agent", plan.depth, event))
+
+    def close(self, result: RunResult | None, error: BaseException | None) -> None:
+        """Tell the capabilities (and a parent) how the run ended; only the first call counts."""
+        if self.closed:
             return
+        self.closed = True
+        self.result = result
+        self.run.chain.close(self.run.state, result, error)
+        parent = self.plan.parent
         if result is None and isinstance(error, RunError):
             result = error.result
-        if result is not None:
-            self.parent.adopt(result)
+        if parent is not None and result is not None:
+            parent.adopt(result)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+from tenacity import AsyncRetrying, AttemptManager, RetryCallState, retry_if_exception
 
 __all__ = ["CallFailed", "ErrorInfo", "RetryPolicy", "retrying"]
 
@@ -80,21 +81,76 @@ class RetryPolicy:
 
 def retrying(
     policy: RetryPolicy, on_retry: Callable[[int, float, ErrorInfo], None]
-) -> AsyncRetrying:
-    """Return the tenacity controller for one model call under ``policy``.
+) -> AsyncIterator[AbstractContextManager[object]]:
+    """Return the attempts of one model call under ``policy``.
 
     Use it as ``async for attempt in retrying(...): with attempt: ...``; every attempt, the
     first included, runs inside it. A `CallFailed` whose info is retryable is retried
     (waiting the server's delay when it gave one); anything else, cancellation included,
     and the last failure once the bounds are reached, is raised unchanged.
 
+    Most calls succeed at once, so the first attempt is a plain ``with`` block: tenacity
+    takes over only when it failed and may be retried.
+
     Args:
         policy: The bounds and the backoff.
         on_retry: Told ``(failed attempt, seconds to wait, failure)`` before each wait.
 
     Returns:
-        The tenacity controller (``reraise=True``).
+        The attempts, as an async iterator of context managers.
     """
+    return _Attempts(policy, on_retry)
+
+
+class _FirstAttempt:
+    """The first attempt: keeps a retryable failure for the retry policy; the rest passes."""
+
+    def __init__(self) -> None:
+        self.failure: CallFailed | None = None
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, CallFailed) and exc.info.retryable:
+            self.failure = exc
+            return True
+        return False
+
+
+class _Attempts:
+    """The attempts of one call: the first on its own, the retries from tenacity."""
+
+    def __init__(
+        self, policy: RetryPolicy, on_retry: Callable[[int, float, ErrorInfo], None]
+    ) -> None:
+        self.policy = policy
+        self.on_retry = on_retry
+        self.first: _FirstAttempt | None = None
+        self.retries: AsyncIterator[AttemptManager] | None = None
+
+    def __aiter__(self) -> _Attempts:
+        return self
+
+    async def __anext__(self) -> AbstractContextManager[object]:
+        if self.first is None:
+            self.first = _FirstAttempt()
+            return self.first
+        if self.retries is None:
+            failure = self.first.failure
+            if failure is None:
+                raise StopAsyncIteration
+            self.retries = aiter(_controller(self.policy, self.on_retry))
+            # Tenacity starts from the first attempt's failure, as if it had made that attempt.
+            with await anext(self.retries):
+                raise failure
+        return await anext(self.retries)
+
+
+def _controller(
+    policy: RetryPolicy, on_retry: Callable[[int, float, ErrorInfo], None]
+) -> AsyncRetrying:
+    """Return the tenacity controller of a call's attempts under ``policy``."""
 
     def retryable(exc: BaseException) -> bool:
         return isinstance(exc, CallFailed) and exc.info.retryable

@@ -75,19 +75,18 @@ class Outbox:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        self._arrived: asyncio.Event | None = None
+        self._arrival: asyncio.Future[None] | None = None
+        """Resolved by the next event delivered while the loop `wait`s on tool calls."""
 
     def put(self, event: Event) -> None:
         """Deliver one event (the loop yields it at its next chance)."""
         self.events.append(event)
-        if self._arrived is not None:
-            self._arrived.set()
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
 
     def drain(self) -> list[Event]:
         """Return and forget the events delivered so far."""
         events, self.events = self.events, []
-        if self._arrived is not None:
-            self._arrived.clear()
         return events
 
     async def wait(
@@ -96,15 +95,10 @@ class Outbox:
         """Wait until one of ``futures`` is done or an event arrives; return (done, waiting)."""
         if self.events:
             return set(), futures
-        if self._arrived is None:
-            self._arrived = asyncio.Event()
-        arrival = asyncio.ensure_future(self._arrived.wait())
-        try:
-            done, waiting = await asyncio.wait(
-                {*futures, arrival}, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            arrival.cancel()
+        if self._arrival is None or self._arrival.done():
+            self._arrival = asyncio.get_running_loop().create_future()
+        arrival = self._arrival  # still pending after a wait the calls ended: used again
+        done, waiting = await asyncio.wait({*futures, arrival}, return_when=asyncio.FIRST_COMPLETED)
         done.discard(arrival)
         waiting.discard(arrival)
         return done, waiting
@@ -178,6 +172,9 @@ class RunState:
     """Makes one extra model call (retries, steps, spans) and counts it; the loop sets it."""
     result_fields: Callable[[dict[str, Any]], None] = field(default=lambda fields: None, init=False)
     """Lets the capabilities add result fields; the plan sets it."""
+    dumped: list[tuple[Content, dict[str, Any]]] = field(default_factory=list, init=False)
+    """The transcript's Contents with their JSON-ready dicts, each dumped once (see
+    `transcript`); seeded with a session's saved dicts."""
 
     def __post_init__(self) -> None:
         self.depth = self.parent.depth + 1 if self.parent is not None else 0
@@ -193,8 +190,20 @@ class RunState:
         return self.model.request(list(self.contents), self.turns + 1)
 
     def transcript(self) -> list[dict[str, Any]]:
-        """Return the transcript as JSON-ready Content dicts (camelCase wire keys)."""
-        return [to_dict(content) for content in self.contents]
+        """Return the transcript as JSON-ready Content dicts (camelCase wire keys).
+
+        Each Content is dumped once: a later call hands back the same dict for it, so a save
+        after each turn dumps what the turn added, not the whole transcript. The dicts are
+        shared, never to be changed (compaction builds new ones).
+        """
+        dumped, contents = self.dumped, self.contents
+        for index, content in enumerate(contents):
+            if index < len(dumped) and dumped[index][0] is content:
+                continue
+            del dumped[index:]
+            dumped.append((content, to_dict(content)))
+        del dumped[len(contents) :]
+        return [as_dict for _, as_dict in dumped]
 
     def limit_chain(self) -> Iterator[tuple[UsageLimits, Tally]]:
         """Yield the usage limits that bind this run, each with the tally it is checked on."""

@@ -21,6 +21,8 @@ Any object with ``async get(session_id)`` and ``async save(session_id, transcrip
 A store may also keep compaction's archive (the Contents compaction replaced) apart from the
 transcript, append-only: see `ArchivingStore`. Both built-in stores do; a store without it
 gets the archive inside the transcript's ``metadata["archive"]``, rewritten on every save.
+A store may also write only what a turn added to a transcript: see `AppendingStore`
+(`SqliteStore` does).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from agent._transcript import Transcript, stamped_json
 
 __all__ = [
+    "AppendingStore",
     "ArchivingStore",
     "LockingStore",
     "MemoryStore",
@@ -135,6 +138,28 @@ class ArchivingStore(Store, Protocol):
 
         Returns:
             Every archived Content, oldest first; empty for a session with none.
+        """
+        ...
+
+
+@runtime_checkable
+class AppendingStore(Store, Protocol):
+    """A store that can save a transcript by writing only the Contents added since its last save.
+
+    A session saves after every turn; with this method the cost of a save follows the turn,
+    not the length of the conversation. The session calls it only while it holds the
+    session, with the number of leading Contents that are those of the session as it was
+    loaded or last saved.
+    """
+
+    async def save_appended(self, session_id: str, transcript: Transcript, kept: int) -> None:
+        """Replace the session's transcript atomically, like `Store.save`.
+
+        Args:
+            session_id: The session's id.
+            transcript: What to keep.
+            kept: How many of ``transcript.contents``, from the first, are those the store
+                holds for the session already; the store may write them again anyway.
         """
         ...
 

@@ -7,6 +7,11 @@ file locking with a busy timeout, where files would need platform-specific locks
 rename dances), a single file to back up or delete, and an atomic "take the lease if free" step
 used to refuse two runs on one session.
 
+A session is one row of ``sessions`` (the transcript's JSON without its Contents) and one row
+of ``contents`` per Content, so the save after a turn writes that turn's rows, however long
+the conversation (`SqliteStore.save_appended`). A row written by an earlier release, with
+the Contents inside the transcript's JSON, is read as it is and rewritten on its next save.
+
 A run holds its session through a row of the ``leases`` table, renewed while the run lasts;
 see `SqliteStore.lock_session`.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -29,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent._store import archive_json, check_session_id
-from agent._transcript import Transcript, stamped_json
+from agent._transcript import Transcript, read_json
 from agent.errors import SessionBusyError, SessionError, TranscriptError, TranscriptVersionError
 
 __all__ = ["SqliteStore"]
@@ -44,6 +50,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     version INTEGER NOT NULL,
     data TEXT NOT NULL,
     updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS contents (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
 );
 CREATE TABLE IF NOT EXISTS archive (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -131,6 +143,76 @@ def _lease_of(row: tuple[Any, ...]) -> tuple[str, int, float] | None:
     if not isinstance(expires_at, int | float) or isinstance(expires_at, bool):
         return None
     return host, pid, float(expires_at)
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+def _head_json(transcript: Transcript, now: float) -> str:
+    """Return the transcript's stored JSON without its Contents (they have rows of their own)."""
+    head = dataclasses.replace(transcript, updated_at=now).to_dict()
+    del head["contents"]
+    return _compact_json(head)
+
+
+def _holds_rows(conn: sqlite3.Connection, session_id: str, count: int) -> bool:
+    """Tell whether the session's first ``count`` Contents are rows of ``contents``.
+
+    Rows are written from 0 up without gaps, so the last of them standing is enough; a
+    session still in the earlier layout (Contents inside its JSON) holds none.
+    """
+    row = conn.execute("SELECT data FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    try:
+        head = json.loads(row[0]) if row is not None else None
+    except (RecursionError, ValueError):
+        return False
+    if not isinstance(head, dict) or "contents" in head:
+        return False
+    last = conn.execute(
+        "SELECT 1 FROM contents WHERE session_id = ? AND seq = ?", (session_id, count - 1)
+    ).fetchone()
+    return last is not None
+
+
+def _write(
+    conn: sqlite3.Connection, session_id: str, transcript: Transcript, kept: int, now: float
+) -> None:
+    """Write ``transcript`` in one transaction (its Contents from ``kept`` on, if they can be).
+
+    The Contents before ``kept`` are left as they are when their rows are in place;
+    otherwise every Content is written again.
+    """
+    head = _head_json(transcript, now)
+
+    def write() -> None:
+        start = kept if kept > 0 and _holds_rows(conn, session_id, kept) else 0
+        rows = [
+            (session_id, seq, _compact_json(content))
+            for seq, content in enumerate(transcript.contents[start:], start)
+        ]
+        conn.execute("DELETE FROM contents WHERE session_id = ? AND seq >= ?", (session_id, start))
+        conn.executemany("INSERT INTO contents (session_id, seq, data) VALUES (?, ?, ?)", rows)
+        conn.execute(
+            "INSERT INTO sessions (session_id, version, data, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET version = excluded.version,"
+            " data = excluded.data, updated_at = excluded.updated_at",
+            (session_id, transcript.version, head, now),
+        )
+
+    _transaction(conn, write)
+
+
+def _read(head: str, rows: list[str]) -> Transcript:
+    """Build a transcript from its ``sessions`` row and its ``contents`` rows.
+
+    Raises:
+        TranscriptError: A row is not JSON, or the whole is not a transcript.
+    """
+    data = read_json(head)
+    if isinstance(data, dict) and "contents" not in data:
+        data["contents"] = [read_json(row) for row in rows]
+    return Transcript.from_dict(data)
 
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
@@ -284,17 +366,22 @@ class SqliteStore:
         """
         check_session_id(session_id)
 
-        def get(conn: sqlite3.Connection) -> str | None:
+        def get(conn: sqlite3.Connection) -> tuple[str, list[str]] | None:
             row = conn.execute(
                 "SELECT data FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            return None if row is None else str(row[0])
+            if row is None:
+                return None
+            rows = conn.execute(
+                "SELECT data FROM contents WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+            return str(row[0]), [str(r[0]) for r in rows]
 
-        raw = await self._run(get)
-        if raw is None:
+        stored = await self._run(get)
+        if stored is None:
             return None
         try:
-            return Transcript.from_json(raw)
+            return _read(*stored)
         except TranscriptError as exc:
             raise self._damaged(session_id, exc) from None
 
@@ -312,18 +399,29 @@ class SqliteStore:
             SessionError: the file cannot be a session store, or the write failed (see
                 `get`). In every case the previous version is kept.
         """
+        await self.save_appended(session_id, transcript, 0)
+
+    async def save_appended(self, session_id: str, transcript: Transcript, kept: int) -> None:
+        """Save ``transcript`` as `save` does, writing only its Contents after the first ``kept``.
+
+        A session calls it after each turn with the Contents it loaded or saved before,
+        so the write follows the turn, not the conversation. When the stored rows do not
+        match (``kept`` is 0, or the session was written by an earlier release), the
+        whole transcript is written.
+
+        Args:
+            session_id: The session's id (a non-empty string).
+            transcript: What to keep.
+            kept: How many leading Contents the store holds for the session already.
+
+        Raises:
+            ValueError: As for `save`.
+            TypeError: As for `save`.
+            SessionError: As for `save`. In every case the previous version is kept.
+        """
         check_session_id(session_id)
-        raw, now = stamped_json(transcript)
-
-        def save(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO sessions (session_id, version, data, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (session_id) DO UPDATE SET version = excluded.version,"
-                " data = excluded.data, updated_at = excluded.updated_at",
-                (session_id, transcript.version, raw, now),
-            )
-
-        await self._run(lambda conn: _transaction(conn, lambda: save(conn)))
+        now = time.time()
+        await self._run(lambda conn: _write(conn, session_id, transcript, kept, now))
         transcript.updated_at = now
 
     async def delete(self, session_id: str) -> bool:
@@ -338,6 +436,7 @@ class SqliteStore:
 
         def delete(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM contents WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM archive WHERE session_id = ?", (session_id,))
             return cur.rowcount > 0
 

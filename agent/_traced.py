@@ -1,21 +1,24 @@
 """Tracing as a capability: the run's OpenTelemetry spans (see `agent._tracing`).
 
 With no tracer provider set (or OpenTelemetry not installed) it stays out of the run, so a
-run without tracing creates no span objects at all.
+run without tracing creates no span objects at all. Until the application imports
+OpenTelemetry (which setting a provider takes), this module loads none of it either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent._capability import AttemptSpan, Capability, Invocation, Proceed, RunCapability
-from agent._tracing import RunTrace, tracing_on
 
 if TYPE_CHECKING:
     from agent._result import RunResult
     from agent._state import RunState
+    from agent._tracing import RunTrace
     from agent.hooks import ModelRequest
     from toolnexus import ToolResult
 
@@ -26,6 +29,10 @@ class Tracing(Capability):
     """Records ``invoke_agent``, ``generate_content`` and ``execute_tool`` spans."""
 
     def start(self, run: RunState) -> RunCapability | None:
+        if not _provider_possible():
+            return None
+        from agent._tracing import RunTrace, tracing_on
+
         if not tracing_on():
             return None
         trace = RunTrace(
@@ -60,3 +67,14 @@ class _TracedRun(RunCapability):
         if result is not None:
             self.trace.finish(result)
         self.trace.__exit__(type(error) if error else None, error, None)
+
+
+def _provider_possible() -> bool:
+    """Whether the application may have set a tracer provider (known without OpenTelemetry).
+
+    A provider is set through ``opentelemetry.trace`` (so that module is loaded by then) or
+    named in ``OTEL_PYTHON_TRACER_PROVIDER`` for the API to load; otherwise there is none.
+    """
+    return "opentelemetry.trace" in sys.modules or bool(
+        os.environ.get("OTEL_PYTHON_TRACER_PROVIDER")
+    )

@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.errors import TranscriptError, TranscriptVersionError
 
-__all__ = ["CURRENT_TRANSCRIPT_VERSION", "Transcript", "stamped_json"]
+__all__ = ["CURRENT_TRANSCRIPT_VERSION", "Transcript", "read_json", "stamped_json"]
 
 CURRENT_TRANSCRIPT_VERSION = 1
 """The transcript schema version this library reads and writes."""
@@ -155,13 +155,21 @@ class Transcript:
             TranscriptError: the text is not JSON (or not UTF-8), is nested too deeply to
                 read, or a field has the wrong shape (it is a ``ValueError`` too).
         """
-        try:
-            data = json.loads(text)
-        except RecursionError:
-            raise TranscriptError("the transcript is nested too deeply to read") from None
-        except ValueError as exc:  # not JSON, or bytes that are not UTF-8
-            raise TranscriptError(f"the transcript is not JSON ({exc})") from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_json(text))
+
+
+def read_json(text: str | bytes) -> Any:
+    """Parse stored JSON text (a transcript or a part of one).
+
+    Raises:
+        TranscriptError: The text is not JSON (or not UTF-8), or is nested too deeply to read.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TranscriptError("the transcript is nested too deeply to read") from None
+    except ValueError as exc:  # not JSON, or bytes that are not UTF-8
+        raise TranscriptError(f"the transcript is not JSON ({exc})") from None
 
 
 def stamped_json(transcript: Transcript) -> tuple[str, float]:

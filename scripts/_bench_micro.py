@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/_bench_micro.py import toolnexus        (or MODULE:ATTR)
+    python scripts/_bench_micro.py import toolnexus        (or MODULE:ATTR [AFTER_MODULE])
     python scripts/_bench_micro.py build SKILLS_DIR REPEATS
     python scripts/_bench_micro.py discover SKILLS_DIR REPEATS
 
@@ -19,8 +19,14 @@ import warnings
 from typing import Any
 
 
-def _import(target: str) -> dict[str, Any]:
-    """Time ``import module`` (``module:attr`` also fetches the attribute)."""
+def _import(target: str, after: str | None = None) -> dict[str, Any]:
+    """Time ``import module`` (``module:attr`` also fetches the attribute).
+
+    With ``after``, that module is imported first, untimed: the figure is what ``target``
+    adds to it.
+    """
+    if after is not None:
+        __import__(after)
     module, _, attr = target.partition(":")
     start = time.perf_counter_ns()
     loaded = __import__(module)
@@ -46,7 +52,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     """Run one probe and return its figures."""
     mode = argv[0]
     if mode == "import":
-        return _import(argv[1])
+        return _import(argv[1], argv[2] if len(argv) > 2 else None)
     import toolnexus as tn  # after the import probe, which must find it not loaded yet
 
     warnings.simplefilter("ignore")

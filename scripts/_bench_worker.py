@@ -113,16 +113,17 @@ async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
 
     imported = time.perf_counter_ns()
     funcs = sc.functions(scenario)
-    tools = [tn.define_tool(fn, name=name) for name, fn in funcs.items()]
+    # The scenario's sync functions only compute, as the floor's inline calls do: they say so.
+    tools = [tn.define_tool(fn, name=name, inline=True) for name, fn in funcs.items()]
     toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
     stamps: list[int] = []
-    extra: dict[str, Any] = {}
+    http = None
     if scenario == "long":
-        extra["http_client"] = httpx.AsyncClient(event_hooks={"request": [_stamp_hook(stamps)]})
+        http = httpx.AsyncClient(event_hooks={"request": [_stamp_hook(stamps)]})
     agent = Agent(
         model=sc.MODEL,
         toolkit=toolkit,
-        client=ClientSettings(api_key="bench", base_url=base_url, **extra),
+        client=ClientSettings(api_key="bench", base_url=base_url, http_client=http),
         limits=RunLimits(max_turns=sc.LONG_TURNS + 10),
     )
     ready = time.perf_counter_ns()

@@ -37,9 +37,15 @@ import _bench_durable  # noqa: E402
 import _bench_scenarios as sc  # noqa: E402
 
 # Ratio targets (ours / floor, same run) and absolute ones.
-TARGETS = {"pair": 1.10, "fanout": 1.03, "wide": 1.15, "long": 1.10}
+TARGETS = {"pair": 1.05, "fanout": 1.02, "wide": 1.15, "long": 1.10}
 IMPORT_TOOLNEXUS_MS = 60.0
-IMPORT_AGENT_EXTRA_MS = 40.0
+# `import agent; agent.Agent` in a process that has imported google.genai already: what the
+# package adds to the SDK. Optional subsystems (compaction, typed output, OpenTelemetry, the
+# skill tool's helpers) load when used; measured 61 -> 44 ms (sum of the extra modules'
+# self times, min of 11 fresh processes, two busy cores) when they stopped loading here.
+IMPORT_AGENT_EXTRA_MS = 35.0
+# A new process's first `pair` run, import and init included, over the floor's.
+FIRST_RUN_EXTRA_MS = 60.0
 # The first build parses SKILL.md frontmatter with PyYAML, whose import is most of its
 # time: measured 22-27 ms first (0.3 ms repeated) on two shared cores, against 8-18 ms
 # when a hand-written parser skipped PyYAML for simple frontmatter. That fast path was
@@ -200,12 +206,14 @@ def bench_scenario(
     workers = {"floor": Worker("floor", scenario, base_url, decls)}
     workers["ours"] = Worker("ours", scenario, base_url, decls)
     results: dict[str, list[dict[str, Any]]] = {"floor": [], "ours": []}
+    first: dict[str, float] = {}
     with timing.lock:
         timing.ns.clear()
     for index in range(warmup + runs):
         order = ("floor", "ours") if index % 2 == 0 else ("ours", "floor")
         for impl in order:
             result = workers[impl].run()
+            first.setdefault(impl, result["ns"] / 1e6)
             if index >= warmup:
                 results[impl].append(result)
         if index == warmup - 1:
@@ -219,8 +227,10 @@ def bench_scenario(
             **_summary(results[impl], requests),
             "import_ms": worker.start["import_ns"] / 1e6,
             "init_ms": worker.start["init_ns"] / 1e6,
+            "first_run_ms": first[impl],
             "maxrss_mib": final["maxrss_kib"] / 1024,
         }
+        out[impl]["cold_ms"] = out[impl]["import_ms"] + out[impl]["init_ms"] + first[impl]
     with timing.lock:
         server_ms = [n / 1e6 for n in timing.ns]
     out["server_request_ms"] = {"p50": statistics.median(server_ms), "p95": _pct(server_ms, 0.95)}
@@ -238,6 +248,8 @@ def bench_scenario(
         extra = out["ours"]["maxrss_mib"] - out["floor"]["maxrss_mib"]
         out["rss_extra_mib"] = extra
         out["rss_met"] = extra <= RSS_EXTRA_MIB
+        out["cold_extra_ms"] = out["ours"]["cold_ms"] - out["floor"]["cold_ms"]
+        out["cold_met"] = out["cold_extra_ms"] <= FIRST_RUN_EXTRA_MS
     return out
 
 
@@ -284,6 +296,20 @@ def bench_compaction() -> dict[str, Any]:
     return out
 
 
+# How cost grows with the work in a run (the `_bench_growth.py` probe): a session's save
+# and compaction's check at the last 50 of 300 runs against runs 10 to 59 stay within this.
+GROWTH_FLAT_MAX = 1.25
+
+
+def bench_growth(runs: int) -> dict[str, Any]:
+    """Run the growth probe (tools, turns, a 300-run SQLite chat) in a fresh process."""
+    out = _probe_script("_bench_growth.py", str(runs))
+    session = out["session"]
+    session["target"] = GROWTH_FLAT_MAX
+    session["met"] = max(session["save_ratio"], session["check_ratio"]) <= GROWTH_FLAT_MAX
+    return out
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -316,11 +342,15 @@ def bench_imports(repeats: int) -> dict[str, Any]:
             "ms": statistics.median(s["ns"] / 1e6 for s in samples),
             "genai_loaded": any(s["genai_loaded"] for s in samples),
         }
-    sdk = out["google.genai"]["ms"]
     out["toolnexus"]["met"] = (
         out["toolnexus"]["ms"] <= IMPORT_TOOLNEXUS_MS and not out["toolnexus"]["genai_loaded"]
     )
-    out["agent"]["extra_ms"] = out["agent"]["ms"] - sdk
+    # What agent adds is timed in a process that has the SDK loaded already: the difference
+    # of two fresh-process medians swings by more than the figure on a busy machine.
+    after = [_probe("import", "agent:Agent", "google.genai") for _ in range(repeats)]
+    extra = [s["ns"] / 1e6 for s in after]
+    out["agent"]["extra_ms"] = statistics.median(extra)
+    out["agent"]["extra_spread_ms"] = [min(extra), max(extra)]
     out["agent"]["met"] = out["agent"]["extra_ms"] <= IMPORT_AGENT_EXTRA_MS
     return out
 
@@ -385,6 +415,13 @@ def table(results: dict[str, Any]) -> str:
                 f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
                 f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
             )
+        if "cold_extra_ms" in r:
+            lines.append(
+                f"{'':8} new process, import + init + first run: floor "
+                f"{r['floor']['cold_ms']:.0f} ms, ours {r['ours']['cold_ms']:.0f} ms = floor "
+                f"{r['cold_extra_ms']:+.0f} ms, target <= +{FIRST_RUN_EXTRA_MS:.0f}: "
+                f"{_mark(r['cold_met'])}"
+            )
     tracing = results.get("tracing")
     if tracing:
         p50 = tracing["run_ms_p50"]
@@ -405,6 +442,9 @@ def table(results: dict[str, Any]) -> str:
             f"{compaction['latency_ratio']:.2f}, target <= {compaction['target']:.2f}: "
             f"{_mark(compaction['met'])}"
         )
+    growth = results.get("growth")
+    if growth:
+        lines += _growth_lines(growth)
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -414,7 +454,9 @@ def table(results: dict[str, Any]) -> str:
             f"import google.genai {sdk:7.1f} ms (baseline)",
             f"import toolnexus    {tnx['ms']:7.1f} ms, loads google.genai: {tnx['genai_loaded']}"
             f"; target <= {IMPORT_TOOLNEXUS_MS:.0f} ms, no genai: {_mark(tnx['met'])}",
-            f"import agent.Agent  {ag['ms']:7.1f} ms = SDK {ag['extra_ms']:+.1f} ms; target <= "
+            f"import agent.Agent  {ag['ms']:7.1f} ms = SDK {ag['extra_ms']:+.1f} ms (what it adds"
+            f" once the SDK is loaded, {ag['extra_spread_ms'][0]:.0f}-"
+            f"{ag['extra_spread_ms'][1]:.0f} over the repeats); target <= "
             f"SDK +{IMPORT_AGENT_EXTRA_MS:.0f} ms: {_mark(ag['met'])}",
         ]
     if "durable" in results:
@@ -430,6 +472,35 @@ def table(results: dict[str, Any]) -> str:
             f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
         ]
     return "\n".join(lines)
+
+
+def _growth_lines(growth: dict[str, Any]) -> list[str]:
+    """Render the growth probe: each figure also as a ratio to the smallest size."""
+    tools, turns, session = growth["tools"], growth["turns"], growth["session"]
+
+    def row(label: str, figures: dict[str, Any], key: str) -> str:
+        base = next(iter(figures.values()))[key]
+        shown = ", ".join(
+            f"{size}: {f[key]:+.3f} ms ({f[key] / base:.2f}x)"
+            if abs(base) > 1e-3
+            else f"{size}: {f[key]:+.3f} ms"
+            for size, f in figures.items()
+        )
+        return f"{label} {shown}"
+
+    return [
+        "",
+        "how cost grows (ours' own time outside the SDK call, minus the floor's):",
+        row("  per run, by tools ", tools, "overhead_ms"),
+        row("  per turn, by turns", turns, "overhead_per_turn_ms"),
+        f"  {session['runs']}-run SQLite chat: save {session['save_ms']['early']:.2f} -> "
+        f"{session['save_ms']['late']:.2f} ms ({session['save_ratio']:.2f}x, "
+        f"{session['save_bytes']['early']:.0f} -> {session['save_bytes']['late']:.0f} bytes of "
+        f"Contents written), compaction check {session['check_ms']['early']:.3f} -> "
+        f"{session['check_ms']['late']:.3f} ms ({session['check_ratio']:.2f}x) at "
+        f"{session['contents']} Contents; target <= {session['target']:.2f}x: "
+        f"{_mark(session['met'])}",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -449,6 +520,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--no-prime", action="store_true", help="skip compiling the bytecode cache first"
+    )
+    parser.add_argument(
+        "--no-growth",
+        action="store_true",
+        help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
         "--durable",
@@ -494,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_compaction:
                 print("probing a 300-turn session...", file=sys.stderr, flush=True)
                 results["compaction"] = bench_compaction()
+            if not args.no_growth:
+                print("probing how cost grows...", file=sys.stderr, flush=True)
+                results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)

@@ -77,6 +77,78 @@ def test_import_agent_does_not_load_the_sdk():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+_OPTIONAL = (
+    "agent._compaction",
+    "agent._output",
+    "agent._tracing",
+    "agent.cli",
+    "agent.dbos",
+    "agent.testing",
+    "dbos",
+    "mcp",
+    "opentelemetry",
+    "toolnexus._mcp",
+    "toolnexus._skills",
+)
+"""Subsystems a plain run never needs: each loads with the feature that uses it."""
+
+_PLAIN_RUN = """
+import sys
+
+import httpx
+
+from agent import Agent, ClientSettings
+from toolnexus import define_tool, toolkit
+
+OPTIONAL = {optional!r}
+
+
+def loaded():
+    return sorted(m for m in OPTIONAL if any(k == m or k.startswith(m + ".") for k in sys.modules))
+
+
+def reply(request):
+    text = {{"candidates": [{{"content": {{"role": "model", "parts": [{{"text": "hi"}}]}}}}]}}
+    return httpx.Response(200, json=text)
+
+
+@define_tool
+def add(a: int, b: int) -> int:
+    "Add two integers."
+    return a + b
+
+
+http = httpx.AsyncClient(transport=httpx.MockTransport(reply))
+agent = Agent(toolkit=toolkit([add]), client=ClientSettings(api_key="k", http_client=http))
+print("agent", loaded())
+print("run", agent.run_sync("go").text, loaded())
+{feature}
+print("feature", loaded())
+"""
+
+
+@pytest.mark.parametrize(
+    ("feature", "loads"),
+    [
+        ("agent.run_sync('x', session='s')", "agent._compaction"),
+        ("Agent(output_type=int, client=ClientSettings(api_key='k'))", "agent._output"),
+        ("import opentelemetry.trace; agent.run_sync('x')", "agent._tracing"),
+    ],
+    ids=["compaction", "typed-output", "tracing-api"],
+)
+def test_a_plain_run_loads_no_optional_subsystem_until_a_feature_needs_it(
+    feature: str, loads: str
+) -> None:
+    code = _PLAIN_RUN.format(optional=_OPTIONAL, feature=feature)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["agent []", "run hi []"]
+    assert loads in lines[2], lines[2]
+
+
 @pytest.mark.parametrize("module", [agent, agent.testing], ids=lambda m: m.__name__)
 def test_every_exported_exception_is_an_agent_error(module: ModuleType) -> None:
     exported = [getattr(module, name) for name in module.__all__]

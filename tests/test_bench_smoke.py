@@ -32,6 +32,7 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
             "pair",
             "--no-micro",
             "--no-compaction",
+            "--no-growth",
             "--no-prime",
             "--json",
             str(out),
@@ -55,6 +56,15 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
     assert pair["ratio"] == pytest.approx(
         pair["ours"]["run_ms"]["p50"] / pair["floor"]["run_ms"]["p50"]
     )
-    assert pair["target"] == 1.10 and isinstance(pair["met"], bool)
+    assert pair["target"] == 1.05 and isinstance(pair["met"], bool)
+    for impl in ("floor", "ours"):
+        side = pair[impl]
+        assert side["cold_ms"] == pytest.approx(
+            side["import_ms"] + side["init_ms"] + side["first_run_ms"]
+        )
+    assert pair["cold_extra_ms"] == pytest.approx(
+        pair["ours"]["cold_ms"] - pair["floor"]["cold_ms"]
+    )
     assert pair["server_request_ms"]["p50"] > 0
     assert "pair" in done.stdout and "x floor" in done.stdout
+    assert "import + init + first run" in done.stdout

@@ -11,6 +11,9 @@ A call ends at the first of two limits: the tool's own ``Tool.timeout`` (by defa
 `DEFAULT_TOOL_TIMEOUT`) and the caller's ``ToolContext.timeout``. A sync tool that is
 still running then is left to finish on its daemon thread; its result is dropped.
 
+A sync tool runs on a worker thread, unless it says it never blocks (``Tool.inline``): then
+it runs on the event loop, with no time limit (nothing could stop it part-way).
+
 What no wrapper can catch: a sync tool that calls ``os._exit`` (or crashes the
 interpreter) ends the whole process, agent included. Run such code in a subprocess.
 """
@@ -182,11 +185,17 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
     return await in_worker(functools.partial(tool.handler, args, ctx))
 
 
+def _runs_inline(tool: Tool) -> bool:
+    """Whether a call runs on the loop from start to end: then no timer could ever fire."""
+    return tool.inline and not inspect.iscoroutinefunction(tool.handler)
+
+
 async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     if inspect.iscoroutinefunction(tool.handler):
         value: object = await tool.handler(args, ctx)
     else:
-        value = await _in_thread(tool, args, ctx)
+        # A sync tool that says it never blocks runs here, any other on a worker thread.
+        value = tool.handler(args, ctx) if tool.inline else await _in_thread(tool, args, ctx)
         if inspect.isawaitable(value):
             value = await value
     return value
@@ -207,7 +216,7 @@ def _time_limit(tool: Tool, ctx: ToolContext) -> float | None:
 
 async def _run_bounded(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     seconds = _time_limit(tool, ctx)
-    if seconds is None:
+    if seconds is None or _runs_inline(tool):
         return await _invoke(tool, args, ctx)
     scope = asyncio.timeout(seconds)
     try:

@@ -367,6 +367,7 @@ def _make_tool(
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
+    inline: bool = False,
 ) -> Tool:
     if not callable(fn):
         raise ConfigError(f"define_tool needs a function, got {type(fn).__name__}")
@@ -384,6 +385,7 @@ def _make_tool(
         requires_approval=requires_approval,
         timeout=timeout,
         idempotent=idempotent,
+        inline=inline,
     )
 
 
@@ -397,6 +399,7 @@ def define_tool(
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
+    inline: bool = False,
 ) -> Tool: ...
 
 
@@ -410,6 +413,7 @@ def define_tool(
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
+    inline: bool = False,
 ) -> Callable[[_Fn], Tool]: ...
 
 
@@ -422,6 +426,7 @@ def define_tool(
     requires_approval: bool = False,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     idempotent: bool = False,
+    inline: bool = False,
 ) -> Tool | Callable[[_Fn], Tool]:
     """Turn a Python function into a `Tool` (source ``"native"``).
 
@@ -441,7 +446,8 @@ def define_tool(
     parameters raise `ConfigError` here, as does a type hint that cannot be resolved; for a
     method, pass the bound method (``define_tool(obj.method)``).
 
-    Sync functions run in a worker thread, async ones on the event loop. The return
+    Sync functions run in a worker thread (on the event loop with ``inline=True``), async
+    ones on the event loop. The return
     value becomes the output: a ``str`` as is, ``None`` as ``""``, a `ToolResult` as is,
     ``bytes`` decoded as UTF-8 (binary data is an error), anything else as JSON
     (pydantic models, dataclasses, dates and sets included). Raising `ToolError` fails
@@ -459,6 +465,8 @@ def define_tool(
             ``None`` for no limit of the tool's own.
         idempotent: Running it twice with the same arguments does no more than once, so a
             durable run cut off mid-call may run it again (see `Tool.idempotent`).
+        inline: Run a sync function on the event loop, not on a worker thread: only for
+            quick code that never blocks (no file, network or sleep; see `Tool.inline`).
 
     Returns:
         The `Tool` (source ``"native"``), or with ``fn`` left out, a decorator that
@@ -489,11 +497,12 @@ def define_tool(
                 requires_approval,
                 timeout,
                 idempotent,
+                inline,
             )
 
         return decorate
     return _make_tool(
-        fn, name, description, sys._getframe(1), requires_approval, timeout, idempotent
+        fn, name, description, sys._getframe(1), requires_approval, timeout, idempotent, inline
     )
 
 

@@ -10,15 +10,16 @@ finds a skill the capped catalog left out.
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolnexus._schema import schema_validator
-from toolnexus._skills import Skill, is_file, walk_files
 from toolnexus.errors import ConfigError
 from toolnexus.tool import Tool, ToolContext, Toolkit, ToolResult
+
+if TYPE_CHECKING:
+    from toolnexus._skills import Skill
 
 __all__ = ["CATALOG_CHARS", "SKILL_INPUT_SCHEMA", "skill_tool", "skills_prompt"]
 
@@ -52,6 +53,8 @@ def _one_line(text: str) -> str:
 
 def _sibling_files(skill: Skill, limit: int) -> list[str]:
     """Up to ``limit`` files under the skill's folder, sorted by path, minus its SKILL.md."""
+    from toolnexus._skills import is_file, walk_files  # the catalog alone needs neither
+
     files: list[str] = []
     if limit == 0:
         return files
@@ -94,6 +97,8 @@ def _not_found(name: str, names: Sequence[str]) -> str:
     everything = ", ".join(names) or "none"
     if len(everything) <= _NAMES_CHARS:
         return f'Skill "{name}" not found. Available skills: {everything}'
+    import difflib
+
     wanted = name.casefold()
     containing = [n for n in names if wanted and wanted in n.casefold()]
     similar = difflib.get_close_matches(name, names, n=_CLOSEST, cutoff=0.5)

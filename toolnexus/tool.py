@@ -192,6 +192,13 @@ class Tool:
     """Running it twice with the same arguments does no more than running it once. A
     durable run (``agent.dbos``) cut off by a crash while the tool ran runs it again only
     when this is true; otherwise the model is told its effect is unknown."""
+    inline: bool = False
+    """Run a sync ``handler`` on the event loop instead of on a worker thread. For quick
+    handlers that never block (arithmetic, a dict lookup, formatting a string), it saves
+    the hand-over to a thread and back. The loop waits while such a handler runs and no
+    time limit applies (``timeout`` and the caller's are not used: nothing could stop the
+    call part-way); a handler that reads files, sleeps or talks to the network must leave
+    this off. An async handler always runs on the loop."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", sanitize(self.name))

@@ -18,7 +18,7 @@ from agent import (
 )
 from agent._compaction import SUMMARY_PROMPT, estimate_tokens, exchange_starts, prune
 from agent.events import Compacted
-from agent.testing import FakeGemini, error, function_call
+from agent.testing import FakeGemini, error, function_call, reply
 from tests.agent._loop_support import KEY
 from toolnexus import Attachment, Tool, ToolContext, ToolResult, define_tool, toolkit
 
@@ -263,3 +263,31 @@ async def test_an_inline_file_counts_as_tokens_not_as_its_base64() -> None:
     assert result.text == "Yes."
     assert not any(_is_summary(r.body) for r in fake.requests)
     assert estimate_tokens(result.contents) < 5_000
+
+
+async def test_a_sessions_next_run_checks_its_size_from_the_last_request_not_the_whole_chat():
+    # Gemini counted 5,000 prompt tokens for run 1's request; its characters would say far
+    # fewer. Run 2's check starts from that count plus what was added since (the long
+    # answer and the new prompt), as a second turn of run 1 would: the session keeps the
+    # size of its last request instead of measuring the whole chat again.
+    counted = {"promptTokenCount": 5_000, "candidatesTokenCount": 2, "totalTokenCount": 5_002}
+    answer = "long answer " * 500
+    fake = FakeGemini(
+        [reply(answer, usage=counted), "Notes: a greeting.", "hello again"], api_key=KEY
+    )
+    store = MemoryStore()
+    agent = Agent(
+        compaction=Compaction(trigger_tokens=1_000, keep_recent_turns=1),
+        store=store,
+        client=ClientSettings(api_key=KEY, http_client=fake.http_client()),
+    )
+    await agent.run("hello", session="s")
+    saved = await store.get("s")
+    assert saved is not None
+    assert saved.metadata["last_request"] == {"prompt_tokens": 5_000, "contents": 1}
+    events = [event async for event in agent.stream("and again", session="s")]
+    compacted = [event for event in events if isinstance(event, Compacted)]
+    assert len(compacted) == 1
+    assert compacted[0].tokens_before > 5_000 + len(answer) // 4
+    summary_call = fake.requests[1].body["contents"][0]["parts"][0]["text"]
+    assert summary_call.startswith(SUMMARY_PROMPT)

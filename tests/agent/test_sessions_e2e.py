@@ -159,16 +159,74 @@ async def test_the_stored_transcript_is_versioned_wire_json(tmp_path: Path) -> N
         await make_agent(fake, store).run("hi", session="schema")
     with sqlite3.connect(path) as conn:
         (raw,) = conn.execute("SELECT data FROM sessions WHERE session_id = 'schema'").fetchone()
+        rows = conn.execute(
+            "SELECT seq, data FROM contents WHERE session_id = 'schema' ORDER BY seq"
+        ).fetchall()
     conn.close()
+    # The session's row holds the transcript's JSON but its Contents, one row each.
     data = json.loads(raw)
-    assert data["version"] == 1
-    assert isinstance(data["contents"], list)
+    assert data["version"] == 1 and "contents" not in data
+    assert [seq for seq, _ in rows] == list(range(len(rows)))
+    data["contents"] = [json.loads(row) for _, row in rows]
     keys = set(all_keys(data["contents"]))
     assert {"functionCall", "functionResponse", "thoughtSignature"} <= keys
     assert not {k for k in keys if "_" in k}, "wire keys must be camelCase"
     # What is stored is exactly what went over the wire.
     assert data["contents"][:3] == fake.requests[1].contents
     assert data["contents"][1]["parts"][0]["functionCall"]["args"] == {"text": "x", "some_arg": 1}
+
+
+async def test_each_save_writes_the_turn_it_adds_not_the_whole_conversation(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    script = [function_call("echo", {"text": "1"}), "One."]
+    async with SqliteStore(path) as store:
+        await make_agent(FakeGemini(script), store).run("Hi.", session="chat")
+        # From here on, log the Content rows each save writes.
+        with sqlite3.connect(path) as conn:
+            conn.executescript(
+                "CREATE TABLE written (seq INTEGER);"
+                "CREATE TRIGGER log AFTER INSERT ON contents"
+                " BEGIN INSERT INTO written VALUES (NEW.seq); END;"
+            )
+        conn.close()
+        for n in range(2, 5):
+            fake = FakeGemini([function_call("echo", {"text": str(n)}), f"Done {n}."])
+            result = await make_agent(fake, store).run(f"Turn {n}.", session="chat")
+    with sqlite3.connect(path) as conn:
+        written = [seq for (seq,) in conn.execute("SELECT seq FROM written ORDER BY rowid")]
+    conn.close()
+    # Four Contents a run (prompt, call, result, answer), each written once, in order:
+    # no save wrote an earlier turn again.
+    assert written == list(range(4, 16))
+    assert await stored(path, "chat") == result.contents
+    assert fake.requests[-1].contents == result.contents[:-1]
+
+
+async def test_a_session_saved_by_an_earlier_release_is_read_and_then_kept_in_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    earlier = [user("Hi."), {"role": "model", "parts": [{"text": "Hello."}]}]
+    with sqlite3.connect(path) as conn:  # the layout of earlier releases: Contents inline
+        conn.execute(
+            "CREATE TABLE sessions (session_id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+            " data TEXT NOT NULL, updated_at REAL NOT NULL)"
+        )
+        data = {"version": 1, "contents": earlier, "pending": None, "metadata": {}}
+        conn.execute("INSERT INTO sessions VALUES ('old', 1, ?, 0)", (json.dumps(data),))
+    conn.close()
+    fake = FakeGemini(["Again."])
+    async with SqliteStore(path) as store:
+        result = await make_agent(fake, store).run("Once more.", session="old")
+    assert fake.requests[0].contents == [*earlier, user("Once more.")]
+    assert await stored(path, "old") == result.contents
+    with sqlite3.connect(path) as conn:
+        (raw,) = conn.execute("SELECT data FROM sessions WHERE session_id = 'old'").fetchone()
+        rows = conn.execute("SELECT seq FROM contents WHERE session_id = 'old'").fetchall()
+    conn.close()
+    assert "contents" not in json.loads(raw) and sorted(rows) == [(0,), (1,), (2,), (3,)]
 
 
 # -- 4. a failure on turn 3 of 4 keeps turns 1-2 -----------------------------------------

@@ -347,7 +347,7 @@ async def test_sqlite_failure_inside_the_transaction_keeps_previous(tmp_path: Pa
         # A write that fails inside the database transaction (as a full disk would).
         conn = sqlite3.connect(db)
         conn.execute(
-            "CREATE TRIGGER fail BEFORE UPDATE ON sessions WHEN NEW.data LIKE '%boom%'"
+            "CREATE TRIGGER fail BEFORE INSERT ON contents WHEN NEW.data LIKE '%boom%'"
             " BEGIN SELECT RAISE(ABORT, 'disk full'); END"
         )
         conn.commit()

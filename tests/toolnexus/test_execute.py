@@ -221,6 +221,47 @@ def test_sync_tools_run_off_the_calling_thread() -> None:
     assert seen and seen[0] != threading.get_ident()
 
 
+async def test_an_inline_sync_tool_runs_on_the_event_loop_and_fails_like_any_other() -> None:
+    loop_thread = threading.get_ident()
+    seen: list[tuple[str, int]] = []
+
+    def where(args: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append((args["how"], threading.get_ident()))
+        if args["how"] == "exit":
+            raise SystemExit(3)
+        return "ok"
+
+    schema = {"type": "object", "properties": {"how": {"type": "string"}}}
+    kit = tn.toolkit(
+        [
+            Tool("inline", where, input_schema=schema, inline=True),
+            Tool("threaded", where, input_schema=schema),
+        ]
+    )
+    assert (await tn.execute_async(kit, "inline", {"how": "inline"})).output == "ok"
+    assert (await tn.execute_async(kit, "threaded", {"how": "threaded"})).output == "ok"
+    exited = await tn.execute_async(kit, "inline", {"how": "exit"})
+    assert exited == ToolResult("Tool 'inline' tried to exit the process (exit code 3).", True)
+    assert seen[0] == ("inline", loop_thread)
+    assert seen[1][0] == "threaded" and seen[1][1] != loop_thread
+    assert seen[2] == ("exit", loop_thread)
+
+
+async def test_define_tool_inline_marks_the_tool_and_its_calls_stay_on_the_loop() -> None:
+    threads: list[int] = []
+
+    @tn.define_tool(inline=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        threads.append(threading.get_ident())
+        return a + b
+
+    assert add.inline and not tn.define_tool(_echo).inline
+    result = await tn.execute_async(tn.toolkit([add]), "add", {"a": 2, "b": "3"})
+    assert result.output == "5"
+    assert threads == [threading.get_ident()]
+
+
 def test_a_hung_sync_tool_does_not_hold_up_sync_execute(tk: tn.Toolkit) -> None:
     # The tool is still blocked when execute returns: the call was abandoned, not awaited.
     result = tn.execute(tk, "hang_sync", {}, SHORT)
