@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,7 @@ from agent._decide import AskAgain, RunCalls, Stop, TurnLimits, decide, record_r
 from agent._media import function_response_content, multimodal_function_responses
 from agent._response import ModelResponse
 from agent._result import ToolCallRecord
-from agent._retry import CallFailed, ErrorInfo, retrying
+from agent._retry import CallFailed, ErrorInfo, label, reporter, retrying
 from agent._suspend import resume, wait
 from agent.errors import ModelError
 from agent.events import (
@@ -61,8 +60,6 @@ if TYPE_CHECKING:
     from toolnexus import Answer, Request
 
 __all__ = ["Checkpoint", "Run"]
-
-logger = logging.getLogger("agent")
 
 Checkpoint = Callable[[list[dict[str, Any]], "Request | None", tuple[int, int]], Awaitable[None]]
 """Saves the transcript, the request it waits on and the size of the last request
@@ -237,7 +234,8 @@ class Run:
         attempts = 0
         failure: ErrorInfo | None = None
         try:
-            async for attempt in retrying(state.limits.retry, self._on_retry(request, retries)):
+            report = reporter(state.limits.retry.attempts, request.turn, retries)
+            async for attempt in retrying(state.limits.retry, report):
                 while retries:
                     yield retries.pop(0)
                 with attempt, self.chain.attempt(state, request, stream) as spans:
@@ -266,35 +264,13 @@ class Run:
         self.state.count_extra(response.usage, response.service_tier)
         return response
 
-    def _on_retry(
-        self, request: ModelRequest, retries: list[RetryEvent]
-    ) -> Callable[[int, float, ErrorInfo], None]:
-        """Return the retry policy's callback: record, log and queue one `RetryEvent`."""
-        attempts = self.state.limits.retry.attempts
-
-        def on_retry(attempt: int, delay: float, info: ErrorInfo) -> None:
-            retry = RetryEvent(attempt, delay, info.code, info.status, request.turn)
-            # INFO, not WARNING: a library must not print by itself (Python's last-resort
-            # handler shows warnings on stderr when the app set up no logging). Callers see
-            # retries as `RetryEvent`s and in ``result.retries``.
-            logger.info(
-                "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",
-                _label(info),
-                delay,
-                attempt + 1,
-                attempts,
-            )
-            retries.append(retry)
-
-        return on_retry
-
     def _model_error(self, info: ErrorInfo, attempts: int) -> ModelError:
         return ModelError(
             code=info.code,
             status=info.status,
             message=info.message,
             attempts=attempts,
-            result=self.state.result("incomplete", reason=_label(info) or "model error"),
+            result=self.state.result("incomplete", reason=label(info) or "model error"),
         )
 
     # -- execute ------------------------------------------------------------------------------
@@ -417,8 +393,3 @@ async def _stop_unfinished(futures: Sequence[asyncio.Future[Any]]) -> None:
         future.cancel()
     if unfinished:
         await asyncio.wait(unfinished)
-
-
-def _label(info: ErrorInfo) -> str:
-    """``"503 UNAVAILABLE"``: the code and status that are known."""
-    return " ".join(str(part) for part in (info.code, info.status) if part is not None)

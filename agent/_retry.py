@@ -10,15 +10,21 @@ Attempts and the total time spent waiting are both bounded.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tenacity import AsyncRetrying, AttemptManager, RetryCallState, retry_if_exception
 
-__all__ = ["CallFailed", "ErrorInfo", "RetryPolicy", "retrying"]
+if TYPE_CHECKING:
+    from agent.events import RetryEvent
+
+__all__ = ["CallFailed", "ErrorInfo", "RetryPolicy", "label", "reporter", "retrying"]
+
+logger = logging.getLogger("agent")
 
 
 class ErrorInfo(NamedTuple):
@@ -183,3 +189,32 @@ def _controller(
         before_sleep=before_sleep,
         reraise=True,
     )
+
+
+def label(info: ErrorInfo) -> str:
+    """Return ``"503 UNAVAILABLE"``: the code and status of a failure that are known."""
+    return " ".join(str(part) for part in (info.code, info.status) if part is not None)
+
+
+def reporter(
+    attempts: int, turn: int, queue: list[RetryEvent]
+) -> Callable[[int, float, ErrorInfo], None]:
+    """Return the retry policy's callback: log each retry and queue its `RetryEvent`.
+
+    Logged at INFO, not WARNING: a library must not print by itself (Python's last-resort
+    handler shows warnings on stderr when the app set up no logging). Callers see retries
+    as `RetryEvent`s and in ``result.retries``.
+    """
+    from agent.events import RetryEvent
+
+    def on_retry(attempt: int, delay: float, info: ErrorInfo) -> None:
+        logger.info(
+            "Gemini call failed (%s); retrying in %.1f s (attempt %d of %d)",
+            label(info),
+            delay,
+            attempt + 1,
+            attempts,
+        )
+        queue.append(RetryEvent(attempt, delay, info.code, info.status, turn))
+
+    return on_retry
