@@ -225,6 +225,11 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             "it is recorded; with --engine dbos, limit the batch with --concurrency or run it "
             "locally"
         )
+    if getattr(args, "service_tier", None) or getattr(args, "fallback_tier", None):
+        raise CliError(
+            "batch: with --engine dbos the workers make the model calls: give --service-tier "
+            "(and --fallback-tier) to `toolnexus-agent worker`, not to the batch"
+        )
     url = db_url(args.db)
     system = read_system(args.system)
     output_schema = _output_schema(args.output_schema)

@@ -136,3 +136,15 @@ def test_the_dbos_engine_refuses_a_budget_it_cannot_keep(
     argv = ["batch", str(tmp_path / "tasks.yaml"), "--engine", "dbos", "--db", db]
     assert main([*argv, "--budget-usd", "1"]) == EXIT_USAGE
     assert "--budget-usd is kept by the local runner" in capsys.readouterr().err
+
+
+def test_the_dbos_engine_refuses_a_service_tier_its_workers_would_not_see(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "tasks.yaml").write_text(TASKS)
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    argv = ["batch", str(tmp_path / "tasks.yaml"), "--engine", "dbos", "--db", db]
+    assert main([*argv, "--service-tier", "flex"]) == EXIT_USAGE
+    assert "give --service-tier (and --fallback-tier) to `toolnexus-agent worker`" in (
+        capsys.readouterr().err
+    )
