@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
 from agent._builtin_tools import BuiltinTools, check_tool_mix
-from agent._capability import RequestShape
+from agent._capability import Capability, RequestShape
 from agent._client import ClientSettings
 from agent._cost import price_table
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
@@ -77,7 +77,7 @@ class Agent:
         limits: RunLimits | None = None,
         usage_limits: UsageLimits | None = None,
         client: genai.Client | ClientSettings | None = None,
-        hooks: Hooks | None = None,
+        capabilities: Sequence[Capability | Hooks] = (),
         approval: ApprovalPolicy | Rule | None = None,
         wait_for: WaitFor | None = None,
         store: Store | None = None,
@@ -105,7 +105,9 @@ class Agent:
             client: A ready ``google.genai.Client`` to use as is, or the `ClientSettings` to
                 build one from (key, endpoint, HTTP client, timeout); by default the key
                 comes from ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``.
-            hooks: Callbacks around model and tool calls.
+            capabilities: Features to add to every run, each applied at its place in the
+                run (see the capabilities docs): `Hooks` (callbacks around model and tool
+                calls), and the features of `agent.capabilities`. One of each kind.
             approval: Which calls run, are refused or wait for a human's approval: an
                 `ApprovalPolicy`, or one rule for every call (``"ask"``, or a function of
                 the `ToolCall`). Without it, only tools with ``requires_approval`` ask.
@@ -129,6 +131,14 @@ class Agent:
                 settings or ``config`` are invalid, or (with ``invalid_tools="raise"``) a
                 tool declaration would be refused.
         """
+        hooks = legacy.pop("hooks", None)
+        if hooks is not None:
+            warnings.warn(
+                "Agent(hooks=...) is deprecated; use capabilities=[Hooks(...)]",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            capabilities = [*capabilities, hooks]
         settings, limits, client_options = split_legacy(legacy, settings, limits)
         client = _client_of(client, client_options)
         self.model = model
@@ -151,8 +161,8 @@ class Agent:
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         typed = _typed_output(output_type, settings, limits)
-        capabilities = capabilities_of(
-            hooks=hooks,
+        features = capabilities_of(
+            capabilities,
             approval=ApprovalPolicy.of(approval),
             output=typed,
             builtin=BuiltinTools(builtin_tools),
@@ -160,7 +170,7 @@ class Agent:
             tiers=ServiceTiers.of(settings),
         )
         shape = RequestShape(model, self.toolkit, declarations, dict(settings.config or {}))
-        for capability in capabilities:
+        for capability in features:
             capability.shape(shape)
         self.output: OutputSpec | None = typed.spec if typed is not None else None
         """The resolved typed result (``output_type``), or ``None``."""
@@ -192,7 +202,7 @@ class Agent:
             model=gemini,
             toolkit=self.toolkit,
             limits=limits,
-            capabilities=tuple(capabilities),
+            capabilities=tuple(features),
             wait_for=wait_for,
             system_prompt=system_prompt if callable(system_prompt) else None,
             catalog=catalog,

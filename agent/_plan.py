@@ -58,15 +58,32 @@ SystemPrompt = Callable[[Any], "str | Awaitable[str | None] | None"]
 
 
 def capabilities_of(
+    given: Sequence[Capability | Hooks],
     *,
-    hooks: Hooks | None,
     approval: ApprovalPolicy,
     output: TypedOutput | None,
     builtin: BuiltinTools | None,
     compaction: Compaction | bool | None,
     tiers: ServiceTiers | None = None,
 ) -> list[Capability]:
-    """Return an agent's capabilities in the order they apply at each point of a run."""
+    """Return an agent's capabilities in the order they apply at each point of a run.
+
+    Args:
+        given: The agent's ``capabilities=``: each goes to its place in the list below; one
+            of a kind this list does not name applies right after the hooks, in the order
+            given.
+        approval: The approval policy (always applied: it is a security control).
+        output: Typed output, if asked for.
+        builtin: Gemini's built-in tools, if any.
+        compaction: The agent's compaction setting.
+        tiers: Service tiers, if a tier is asked for.
+
+    Raises:
+        ConfigurationError: Two capabilities of one kind, or something that is not one.
+    """
+    chosen = _by_kind(given)
+    hooks = chosen.pop(Hooks, None)
+    own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
         # span covers the hooks and the approval of its call.
@@ -83,7 +100,9 @@ def capabilities_of(
         InlineLimit(),
         # Hooks: the request and response as the user sees them; before-tool rewrites the
         # arguments before the approval rule sees them.
-        HookCalls(hooks) if hooks is not None else None,
+        HookCalls(hooks) if isinstance(hooks, Hooks) else None,
+        # Capabilities of the user's own kinds, in the order given.
+        *own,
         # Built-in tools: report grounding and code runs of each (hook-replaced) response.
         builtin,
         # Typed output: accepts the final answer, or asks again; shapes its schema first.
@@ -92,6 +111,22 @@ def capabilities_of(
         Approval(approval),
     ]
     return [capability for capability in listed if capability is not None]
+
+
+def _by_kind(given: Sequence[Capability | Hooks]) -> dict[type, Capability | Hooks]:
+    """Return ``given`` by class, in order; refuse a second one of a kind and non-capabilities."""
+    chosen: dict[type, Capability | Hooks] = {}
+    for capability in given:
+        kind = type(capability)
+        if not isinstance(capability, Capability | Hooks):
+            raise ConfigurationError(
+                f"capabilities=: {kind.__name__} is not a capability (pass Hooks(...) or a "
+                "feature of agent.capabilities)"
+            )
+        if kind in chosen:
+            raise ConfigurationError(f"capabilities=: two {kind.__name__}, pass one")
+        chosen[kind] = capability
+    return chosen
 
 
 class _Compaction(Capability):

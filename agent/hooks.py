@@ -11,7 +11,7 @@ Each hook may be a plain function or a coroutine function. Give them to the agen
             return ToolResult("bash is disabled here", is_error=True)   # short-circuit
         return None                                                      # run as asked
 
-    agent = Agent(toolkit=tk, hooks=Hooks(before_tool=guard))
+    agent = Agent(toolkit=tk, capabilities=[Hooks(before_tool=guard)])
 
 What each hook may return:
 

@@ -9,6 +9,7 @@ from types import ModuleType
 import pytest
 
 import agent
+import agent.capabilities
 import agent.events
 import agent.hooks
 import agent.testing
@@ -185,6 +186,8 @@ def test_session_errors_carry_their_data_and_name_the_fix():
 
 def test_event_and_hook_modules():
     assert sorted(agent.events.__all__) == agent.events.__all__
+    assert sorted(agent.capabilities.__all__) == agent.capabilities.__all__
+    assert agent.capabilities.Hooks is agent.Hooks
     assert sorted(agent.hooks.__all__) == agent.hooks.__all__
     assert "DoneEvent" in agent.events.__all__
 

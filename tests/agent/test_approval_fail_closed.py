@@ -101,7 +101,7 @@ async def test_the_rule_sees_the_arguments_a_before_tool_hook_left(tmp_path: Pat
     agent = Agent(
         toolkit=tools,
         approval=ApprovalPolicy(tools={"write": rule}),
-        hooks=Hooks(before_tool=lambda call: {**call.args, "path": "../escape.txt"}),
+        capabilities=[Hooks(before_tool=lambda call: {**call.args, "path": "../escape.txt"})],
         client=ClientSettings(api_key="k", http_client=fake.http_client()),
     )
     result = await agent.run("write it")

@@ -315,7 +315,7 @@ async def test_run_emits_the_same_event_kinds_in_unary_mode(http, mock):
     def spy(request, response):
         seen.append(type(response).__name__)
 
-    agent_with_spy = make_agent(http, hooks=Hooks(after_model=spy))
+    agent_with_spy = make_agent(http, capabilities=[Hooks(after_model=spy)])
     result = await agent_with_spy.run("hi")
     assert result.text == "hello"
     assert script.kinds == ["unary"]

@@ -223,7 +223,9 @@ async def test_guard_denies_bash(fakes, tmp_path):
         return ToolResult("denied", is_error=True) if call.name == "bash" else None
 
     fake = fake_of(fakes, [function_call("bash", {"command": f"touch {marker}"}), "ok"])
-    result = await agent_on(fake, tn.build(root=tmp_path), hooks=Hooks(before_tool=guard)).run("go")
+    result = await agent_on(
+        fake, tn.build(root=tmp_path), capabilities=[Hooks(before_tool=guard)]
+    ).run("go")
     assert result.status == "completed"
     assert not marker.exists()
     assert fake.requests[1].function_responses[0]["response"] == {

@@ -43,7 +43,7 @@ async def test_a_before_tool_guard_keeps_bash_from_running(http, mock, tmp_path)
         mock,
         [reply(call("bash", {"command": f"touch {marker}"}, id="b1")), reply(text("ok"))],
     )
-    result = await make_agent(http, tk, hooks=Hooks(before_tool=guard)).run("go")
+    result = await make_agent(http, tk, capabilities=[Hooks(before_tool=guard)]).run("go")
     assert result.status == "completed"
     assert not marker.exists()
     assert response_of(script, 1) == {
@@ -62,7 +62,7 @@ async def test_before_tool_may_rewrite_args_and_after_tool_replace_results(http,
 
     script = Script(mock, [reply(call("echo", {"text": "hi"})), reply(text("ok"))])
     hooks = Hooks(before_tool=shout, after_tool=tag)
-    result = await make_agent(http, echo_toolkit(), hooks=hooks).run("go")
+    result = await make_agent(http, echo_toolkit(), capabilities=[hooks]).run("go")
     assert response_of(script, 1)["response"] == {"output": "echo:HI [checked]", "isError": False}
     assert result.tool_calls[0].args == {"text": "HI"}
     # The model's own call stays verbatim in the transcript.
@@ -77,7 +77,7 @@ async def test_before_model_may_rewrite_the_request_for_one_call(http, mock):
         return ModelRequest(request.model, request.contents[-1:], request.config, request.turn)
 
     script = Script(mock, [reply(text("one")), reply(text("two"))])
-    agent = make_agent(http, hooks=Hooks(before_model=trim))
+    agent = make_agent(http, capabilities=[Hooks(before_model=trim)])
     first = await agent.run("a")
     second = await agent.run("b", history=first.contents)
     assert seen == [1, 1]
@@ -87,7 +87,9 @@ async def test_before_model_may_rewrite_the_request_for_one_call(http, mock):
 
 async def test_before_model_veto_blocks_the_run(http, mock):
     script = Script(mock, [])
-    agent = make_agent(http, hooks=Hooks(before_model=lambda request: Veto("budget spent")))
+    agent = make_agent(
+        http, capabilities=[Hooks(before_model=lambda request: Veto("budget spent"))]
+    )
     result = await agent.run("go")
     assert (result.status, result.reason) == ("blocked", "budget spent")
     assert script.bodies == []
@@ -101,7 +103,7 @@ async def test_after_model_may_veto_or_replace(http, mock):
             return Veto("leak detected")
         return None
 
-    result = await make_agent(http, hooks=Hooks(after_model=censor)).run("go")
+    result = await make_agent(http, capabilities=[Hooks(after_model=censor)]).run("go")
     assert (result.status, result.reason) == ("blocked", "leak detected")
     assert result.contents == [{"role": "user", "parts": [{"text": "go"}]}]
 
@@ -109,7 +111,7 @@ async def test_after_model_may_veto_or_replace(http, mock):
 async def test_an_after_model_veto_still_counts_the_billed_turn(http, mock):
     Script(mock, [reply(text("fine"), meta=usage(10, 5, 15))])
     hooks = Hooks(after_model=lambda request, response: Veto("post"))
-    events = [event async for event in make_agent(http, hooks=hooks).stream("go")]
+    events = [event async for event in make_agent(http, capabilities=[hooks]).stream("go")]
     result = events[-1].result
     assert (result.status, result.reason, result.turns) == ("blocked", "post", 1)
     assert (result.usage.prompt, result.usage.candidates, result.usage.total) == (10, 5, 15)
@@ -216,7 +218,7 @@ def boom(*args: Any) -> None:
 async def test_a_raising_before_model_hook_becomes_a_hook_error(http, mock):
     script = Script(mock, [])
     with pytest.raises(HookError) as info:
-        await make_agent(http, hooks=Hooks(before_model=boom)).run("go")
+        await make_agent(http, capabilities=[Hooks(before_model=boom)]).run("go")
     error = info.value
     assert error.hook == "before_model"
     assert isinstance(error.__cause__, PolicyBug)
@@ -236,7 +238,7 @@ async def test_a_raising_after_tool_hook_keeps_the_completed_turns(http, mock):
             raise PolicyBug("second turn")
         return None
 
-    agent = make_agent(http, echo_toolkit(), hooks=Hooks(after_tool=after_tool))
+    agent = make_agent(http, echo_toolkit(), capabilities=[Hooks(after_tool=after_tool)])
     with pytest.raises(HookError) as info:
         await agent.run("go")
     error = info.value
@@ -267,4 +269,4 @@ async def test_cancellation_inside_a_hook_is_not_wrapped(http, mock):
         raise asyncio.CancelledError
 
     with pytest.raises(asyncio.CancelledError):
-        await make_agent(http, hooks=Hooks(before_model=cancelled)).run("go")
+        await make_agent(http, capabilities=[Hooks(before_model=cancelled)]).run("go")

@@ -181,7 +181,9 @@ async def test_a_hook_error_keeps_the_completed_turns_and_frees_the_session(http
             raise RuntimeError("policy bug")
         return None
 
-    agent = make_agent(http, echo_toolkit(), store=store, hooks=Hooks(after_tool=after_tool))
+    agent = make_agent(
+        http, echo_toolkit(), store=store, capabilities=[Hooks(after_tool=after_tool)]
+    )
     with pytest.raises(HookError):
         await agent.run("go", session="s")
     saved = await store.get("s")

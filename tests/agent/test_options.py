@@ -14,6 +14,8 @@ from agent import (
     Agent,
     ClientSettings,
     ConfigurationError,
+    Hooks,
+    ModelRequest,
     ModelSettings,
     RetryPolicy,
     RunLimits,
@@ -172,3 +174,26 @@ def test_no_package_reaches_into_anothers_private_modules() -> None:
                 if rule.search(line):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == [], "\n".join(offenders)
+
+
+async def test_hooks_go_in_capabilities_and_the_old_keyword_still_works() -> None:
+    seen: list[str] = []
+
+    def note(request: ModelRequest) -> None:
+        seen.append(request.model)
+
+    new_fake, old_fake = FakeGemini(["hi"]), FakeGemini(["hi"])
+    new = Agent(client=new_fake.client(), capabilities=[Hooks(before_model=note)])
+    with pytest.warns(DeprecationWarning, match=re.escape("capabilities=[Hooks(...)]")):
+        old = Agent(client=old_fake.client(), hooks=Hooks(before_model=note))  # type: ignore[call-arg]
+    assert (await new.run("x")).text == (await old.run("x")).text == "hi"
+    assert seen == ["gemini-2.5-flash", "gemini-2.5-flash"]
+    assert new_fake.requests[0].body == old_fake.requests[0].body
+
+
+def test_capabilities_are_one_of_a_kind_and_nothing_else() -> None:
+    client = ClientSettings(api_key="k")
+    with pytest.raises(ConfigurationError, match="two Hooks"):
+        Agent(client=client, capabilities=[Hooks(), Hooks()])
+    with pytest.raises(ConfigurationError, match="str is not a capability"):
+        Agent(client=client, capabilities=["cache"])  # type: ignore[list-item]

@@ -259,7 +259,7 @@ async def test_a_failure_on_turn_3_keeps_turns_1_and_2(
     fake = FakeGemini(script)
     async with SqliteStore(path) as store:
         with pytest.raises(expected) as info:
-            agent = make_agent(fake, store, hooks=hooks)
+            agent = make_agent(fake, store, capabilities=[hooks] if hooks else [])
             if streaming:
                 async for _ in agent.stream("Count to four.", session="crash"):
                     pass

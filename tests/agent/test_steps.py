@@ -76,7 +76,7 @@ async def test_every_side_effect_goes_through_the_steps_in_call_order() -> None:
     agent = Agent(
         toolkit=tn.toolkit([echo]),
         client=fake.client(),
-        hooks=_slow_first({"a": 0.05}),
+        capabilities=[_slow_first({"a": 0.05})],
     )
     steps = Recording()
     result = await _run(agent, steps, "go")

@@ -109,7 +109,7 @@ async def test_a_history_cut_by_a_hook_error_continues_without_a_prompt() -> Non
     )
     hooks = Hooks(after_tool=_raise_after_tool)
     with pytest.raises(HookError) as info:
-        await agent_on(fake, "gemini-2.5-flash", hooks=hooks).run("Go.")
+        await agent_on(fake, "gemini-2.5-flash", capabilities=[hooks]).run("Go.")
     history = info.value.result.contents
     result = await agent_on(fake, "gemini-2.5-flash").run(history=history)
     fake.assert_consumed()
@@ -133,7 +133,7 @@ async def test_a_session_cut_by_the_deadline_or_a_hook_error_stays_usable() -> N
     )
     await _stopped_by_deadline(fake, store=store, run={"session": "s"})
     with pytest.raises(HookError):
-        await agent_on(fake, store=store, hooks=Hooks(after_tool=_raise_after_tool)).run(
+        await agent_on(fake, store=store, capabilities=[Hooks(after_tool=_raise_after_tool)]).run(
             "Again.", session="s"
         )
     result = await agent_on(fake, store=store).run("Still there?", session="s")
