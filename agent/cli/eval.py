@@ -280,7 +280,7 @@ class _Runner:
             passed=all(c.passed for c in checks) and "error" not in record,
             checks=[c.to_dict() for c in checks],
             text=result.text if result is not None else "",
-            tool_calls=[{"name": c.name, "args": c.args} for c in result.tool_calls]
+            tool_calls=[{"name": c.name, "args": c.args, "turn": c.turn} for c in result.tool_calls]
             if result is not None
             else [],
             usage=result.usage.to_dict() if result is not None else None,
@@ -435,6 +435,7 @@ def _report(
                 "sample": record["sample"],
                 "failed": [c for c in record.get("checks", []) if not c["passed"]],
                 "error": record.get("error"),
+                "tool_calls": record.get("tool_calls", []),
             }
             for record in samples
             if record and not record.get("passed")
@@ -447,6 +448,9 @@ def _report(
             "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
             "failures": failures,
         }
+        if case.expect.tools is not None:  # what a failing sample's calls are set against
+            mode, calls = case.expect.tools
+            entry["expected_tools"] = {"mode": mode, "calls": list(calls)}
         scores = [r["score"] for r in samples if r and isinstance(r.get("score"), dict)]
         if scores:
             entry["score"] = {
