@@ -280,7 +280,7 @@ class _Runner:
             passed=all(c.passed for c in checks) and "error" not in record,
             checks=[c.to_dict() for c in checks],
             text=result.text if result is not None else "",
-            tool_calls=[{"name": c.name, "args": c.args, "turn": c.turn} for c in result.tool_calls]
+            tool_calls=[{"name": c.name, "args": c.args} for c in result.tool_calls]
             if result is not None
             else [],
             usage=result.usage.to_dict() if result is not None else None,

@@ -33,7 +33,7 @@ from agent.web._runs import (
     Entry,
     Refused,
 )
-from agent.web._security import LOOPBACK, Guard
+from agent.web._security import LOOPBACK, Guard, host_name
 
 __all__ = [
     "LOOPBACK",
@@ -51,6 +51,7 @@ __all__ = [
     "event_json",
     "eval_view",
     "fork_point",
+    "host_name",
     "json_ready",
     "model_turns",
     "replay",

@@ -183,6 +183,7 @@ class _Api:
                 **conversation.summary(),
                 "pending": conversation.pending,
                 "contents": contents,
+                "history": conversation.history,
                 "entries": len(conversation.log),
             }
         )
@@ -316,7 +317,7 @@ async def _fork(
     kept = Transcript(contents[:end], metadata={"model": model, "forked_from": source.id})
     await conversations.store.save(options.session, kept)
     note = {**note, "note": "fork", "from": source.id, "turn": turn}
-    fork = await conversations.start(prompt, note, options)
+    fork = await conversations.start(prompt, note, options, history=end)
     fork.forked_from = (source.id, turn)
     fork.title = fork.title or f"{source.title} (fork at turn {turn})"
     return fork

@@ -108,6 +108,8 @@ class Conversation:
     """When it started (or was first opened here)."""
     forked_from: tuple[str, int] | None = None
     """``(conversation, turn)`` it was forked from, if it was."""
+    history: int = 0
+    """Contents its transcript held before its first run here (the log shows the rest)."""
     agent: Agent | None = None
     task: asyncio.Task[None] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -190,6 +192,7 @@ class Conversations:
             status="pending" if pending else "idle",
             pending=pending,
             created=transcript.updated_at or time.time(),
+            history=len(transcript.contents),
         )
         return self.live.setdefault(conversation_id, opened)
 
@@ -217,10 +220,10 @@ class Conversations:
     # -- starting and steering -------------------------------------------------------------------
 
     async def start(
-        self, prompt: Prompt | None, note: dict[str, Any], options: AgentOptions
+        self, prompt: Prompt | None, note: dict[str, Any], options: AgentOptions, history: int = 0
     ) -> Conversation:
-        """Start a conversation on ``prompt`` (the session may hold a fork's history already)."""
-        conversation = Conversation(options.session, options, title=_title(note))
+        """Start a conversation on ``prompt``; the session holds ``history`` Contents already."""
+        conversation = Conversation(options.session, options, title=_title(note), history=history)
         self.live[conversation.id] = conversation
         await self.send(conversation, prompt, note)
         return conversation

@@ -166,7 +166,8 @@
     body() {
       if (this.nested) return this.container;
       if (!this.block) {
-        const body = el("div.turn-body", {}, el("div.who", { text: "Agent" }));
+        const model = (state.conversation && state.conversation.model) || (state.info && state.info.model) || "";
+        const body = el("div.turn-body", {}, el("div.who", {}, "Agent", el("span.when", { text: model })));
         this.container.append(
           el("div.turn.agent", {}, el("div.avatar.agent", {}, el("img", { src: "/static/favicon.svg", alt: "" })), body),
         );
@@ -184,7 +185,7 @@
     user(note) {
       this.block = null;
       this.last = null;
-      const body = el("div.turn-body", {}, el("div.who", { text: "You" }));
+      const body = el("div.turn-body");
       if (note.text) body.append(el("div.text.user-text", { text: note.text }));
       const files = note.files || [];
       if (files.length) {
@@ -200,7 +201,7 @@
           ),
         );
       }
-      this.container.append(el("div.turn.user", {}, el("div.avatar.user", { text: "You" }), body));
+      this.container.append(el("div.turn.user", {}, el("div.avatar.user", { text: "you" }), body));
     }
 
     note(text, tone = "") {
@@ -246,6 +247,7 @@
           el("span.tool-icon"),
           el("span.tool-name", { text: call.name }),
           el("span.tool-args", { text: brief(call.args) }),
+          el("span.tool-preview"),
         ),
         body,
       );
@@ -271,6 +273,9 @@
       card.classList.add(pending ? "waiting" : result.is_error ? "error" : "ok");
       const body = card.querySelector(".tool-body");
       body.querySelectorAll(".result").forEach((node) => node.remove());
+      const line = (result.output || "").split("\n").find((l) => l.trim()) || "";
+      const preview = card.querySelector(".tool-preview");
+      preview.textContent = pending ? "waiting for approval" : line.length > 70 ? line.slice(0, 69) + "…" : line;
       body.append(el("div.label.result", { text: pending ? "Waiting" : result.is_error ? "Error" : "Result" }));
       body.append(el("pre.output.result", { text: result.output }));
       for (const file of result.attachments || []) {
@@ -278,7 +283,7 @@
           body.append(el("img.result-image.result", { src: `data:${file.mime_type};base64,${file.data}`, alt: file.name || "image" }));
         }
       }
-      if (result.is_error && !card.open) card.open = false;
+      if (this.subs.has(card)) card.open = false; // a sub-agent's work, folded once it is done
     }
 
     subFeed(name) {
@@ -349,12 +354,12 @@
         }
         this.add(outputCard(result.output));
       }
+      if (result.status === "pending") return; // the card asks; the run goes on after it
       const facts = [el("b", { text: result.status })];
       if (result.limit || result.reason) facts.push(el("span", { text: result.limit || result.reason }));
       facts.push(el("span", { text: plural(result.turns, "turn") }));
       facts.push(el("span", { text: `${result.usage.total.toLocaleString()} tokens` }));
       facts.push(el("span", { text: dollars(result.cost.usd) + (result.cost.estimated ? " (estimated)" : "") }));
-      if (result.status === "pending") facts.splice(0, 1, el("b", { text: "paused" }), el("span", { text: "waiting for your decision" }));
       this.add(el("div.done", { dataset: { status: result.status } }, facts));
       this.last = null;
     }
@@ -445,8 +450,7 @@
       deny.addEventListener("click", () => send({ action: "deny", reason: reason.value }));
       card.append(
         el("div.ask-head", {}, icon("pause"), "Approval needed", el("span.badge", { text: data.tool || call.name })),
-        el("div", { text: `The agent wants to run ${data.tool || call.name} with these arguments:` }),
-        shown,
+        el("div.ask-body", {}, el("div", { text: `The agent wants to run ${data.tool || call.name} with these arguments:` }), shown),
         editor,
         el("div.ask-actions", {}, approve, edit, deny, reason),
         error,
@@ -486,12 +490,13 @@
       else said = `Denied${data && data.reason ? ": " + data.reason : ""}`;
     } else if (answer && answer.ok === false) said = "Declined";
     card.classList.add("decided");
-    card.querySelector(".ask-head").replaceChildren(icon("check"), said);
-    card.querySelectorAll(".ask-actions, textarea, .form-error").forEach((node) => node.remove());
-    const tool = [...document.querySelectorAll(".tool.waiting")].pop();
-    if (tool && card.dataset.kind === "approval") {
-      tool.classList.remove("waiting");
-      tool.classList.add("running");
+    const tool = card.querySelector(".badge");
+    card.querySelector(".ask-head").replaceChildren(icon("check"), said, tool || "");
+    card.querySelectorAll(".ask-actions, textarea, .form-error, .ask-body").forEach((node) => node.remove());
+    const waiting = [...document.querySelectorAll(".tool.waiting")].pop();
+    if (waiting && card.dataset.kind === "approval") {
+      waiting.classList.remove("waiting");
+      waiting.classList.add("running");
     }
   }
 
@@ -654,6 +659,8 @@
     $("#prompt").placeholder = "Say more…";
     document.querySelectorAll("#run-list li").forEach((li) => li.classList.toggle("selected", li.dataset.id === id));
     if (conversation.entries > 0) {
+      // What the transcript held before this page ran it (a fork's kept turns), then the log.
+      renderContents(state.feed, conversation.contents.slice(0, conversation.history), null);
       startFollowing(id, 0);
     } else {
       renderContents(state.feed, conversation.contents, conversation.pending);
@@ -776,7 +783,7 @@
         "div.trace-legend",
         {},
         ["run", "turn", "model_call", "tool_call"].map((kind) =>
-          el("span", {}, el(`span.legend-swatch.${kind}`), { run: "run", turn: "turn", model_call: "model call", tool_call: "tool call" }[kind]),
+          el("span", {}, el(`span.legend-swatch.k-${kind}`), { run: "run", turn: "turn", model_call: "model call", tool_call: "tool call" }[kind]),
         ),
       ),
     );
@@ -805,12 +812,16 @@
       el(
         "div.trace-name",
         { style: `padding-left:${depth * 14}px` },
-        el(`span.kind.${failed ? "error" : node.kind}`, { text: KINDS[node.kind] }),
-        el("span.label", { text: label, title: node.name }),
+        el(`span.kind.k-${failed ? "error" : node.kind}`, { text: KINDS[node.kind] }),
+        el(
+          "div.trace-label",
+          {},
+          el("span.label", { text: label, title: node.name }),
+          el("span.trace-facts", {}, facts(node)),
+        ),
       ),
-      el("div.bar-track", {}, el(`div.bar.${failed ? "failed" : node.kind}`, { style: `left:${Math.max(0, left).toFixed(2)}%;width:${Math.max(0.4, width).toFixed(2)}%` })),
+      el("div.bar-track", {}, el(`div.bar.k-${failed ? "failed" : node.kind}`, { style: `left:${Math.max(0, left).toFixed(2)}%;width:${Math.max(0.4, width).toFixed(2)}%` })),
       el("div.trace-ms", { text: seconds(node.duration) }),
-      el("div.trace-facts", { style: `padding-left:${depth * 14 + 22}px` }, facts(node)),
     );
     box.append(row);
     if (node.kind === "model_call") {
