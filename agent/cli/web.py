@@ -59,8 +59,7 @@ _EPILOG = """\
 examples:
   toolnexus-agent web --demo                         # offline: the demo scenario, no key
   toolnexus-agent web --store runs.db --skills ./skills
-  toolnexus-agent web --fake examples/scenarios/weather.yaml --no-builtins \\
-      --tools examples/weather_tools:TOOLS
+  cd examples && toolnexus-agent web --fake scenarios/weather.yaml --tools weather_tools:TOOLS
   ssh -L 8765:127.0.0.1:8765 server                  # then open the printed URL here
 
 The page binds 127.0.0.1 (this machine only) and answers only requests that name this
