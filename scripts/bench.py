@@ -310,6 +310,22 @@ def bench_growth(runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_web(runs: int) -> dict[str, Any]:
+    """Run the web page probe (a run's events through the page against Agent.stream)."""
+    return _probe_script("_bench_web.py", str(runs))
+
+
+def _web_lines(web: dict[str, Any]) -> list[str]:
+    wall, cpu = web["wall_ms"], web["cpu_ms"]
+    return [
+        "",
+        f"web page ({web['events']} events a run, served and read over HTTP): "
+        f"{wall['page']:.1f} ms vs Agent.stream {wall['stream']:.1f} ms = {web['ratio']:.3f}x "
+        f"({web['per_event_us']:+.0f} us an event); CPU {cpu['page']:.1f} vs "
+        f"{cpu['stream']:.1f} ms = {web['cpu_ratio']:.3f}x ({web['cpu_per_event_us']:+.0f} us)",
+    ]
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -445,6 +461,8 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    if "web" in results:
+        lines += _web_lines(results["web"])
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -527,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
+        "--no-web", action="store_true", help="skip the web page probe (needs the web extra)"
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
@@ -573,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_web:
+                print("probing the web page...", file=sys.stderr, flush=True)
+                results["web"] = bench_web(args.runs if args.runs is not None else 20)
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)

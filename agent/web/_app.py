@@ -371,13 +371,19 @@ def _question_answer(request_id: str, action: Any, body: Mapping[str, Any]) -> A
 
 
 async def _stream(conversation: Conversation, after: int) -> AsyncIterator[str]:
-    """Yield the conversation's log as server-sent events, from entry ``after + 1``."""
-    async for entry in conversation.follow(after, _KEEPALIVE):
-        if entry is None:
+    """Yield the conversation's log as server-sent events, from entry ``after + 1``.
+
+    The entries logged since the last write go out together, in one write.
+    """
+    async for batch in conversation.follow(after, _KEEPALIVE):
+        if not batch:
             yield ": keepalive\n\n"
             continue
-        data = json.dumps(entry.data, ensure_ascii=False, separators=(",", ":"))
-        yield f"id: {entry.seq}\nevent: {entry.kind}\ndata: {data}\n\n"
+        yield "".join(
+            f"id: {entry.seq}\nevent: {entry.kind}\n"
+            f"data: {json.dumps(entry.data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+            for entry in batch
+        )
 
 
 def _prompt(body: Mapping[str, Any]) -> tuple[Prompt | None, dict[str, Any]]:

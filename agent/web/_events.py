@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
+
+from agent.events import SubAgentEvent
 
 __all__ = ["event_json", "json_ready"]
 
@@ -23,8 +26,6 @@ def event_json(event: Any) -> dict[str, Any]:
     Returns:
         ``{"type": "ToolCallEvent", "call": {...}}`` and so on.
     """
-    from agent.events import SubAgentEvent
-
     if isinstance(event, SubAgentEvent):
         inner = event_json(event.event)
         return {"type": "SubAgentEvent", "agent": event.agent, "depth": event.depth, "event": inner}
@@ -41,10 +42,12 @@ def json_ready(value: Any) -> Any:
     """
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    if _has_to_dict(value):
+    kind: type = type(value)
+    if callable(getattr(kind, "to_dict", None)):
         return value.to_dict()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: json_ready(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    names = _fields(kind)
+    if names is not None:
+        return {name: json_ready(getattr(value, name)) for name in names}
     if isinstance(value, Mapping):
         return {str(key): json_ready(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -54,5 +57,9 @@ def json_ready(value: Any) -> Any:
     return repr(value)
 
 
-def _has_to_dict(value: Any) -> bool:
-    return callable(getattr(value, "to_dict", None)) and not isinstance(value, type)
+@functools.cache
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """Return the field names of a dataclass type (``None`` for other types), once per type."""
+    if not dataclasses.is_dataclass(kind):
+        return None
+    return tuple(field.name for field in dataclasses.fields(kind))

@@ -126,22 +126,25 @@ class Conversation:
         self._wake.set()
         self._wake = asyncio.Event()
 
-    async def follow(self, after: int, keepalive: float) -> AsyncIterator[Entry | None]:
+    async def follow(self, after: int, keepalive: float) -> AsyncIterator[list[Entry]]:
         """Yield the entries after ``after``, then new ones as they come, until it is idle.
 
-        Yields ``None`` when ``keepalive`` seconds pass with nothing new (a heartbeat).
+        Entries come in batches: all those logged since the last batch (an empty batch when
+        ``keepalive`` seconds pass with nothing new: a heartbeat).
         """
         while True:
             wake = self._wake
-            while after < len(self.log):
-                yield self.log[after]
-                after += 1
+            if after < len(self.log):
+                batch = self.log[after:]
+                after += len(batch)
+                yield batch
+                continue
             if not self.running:
                 return
             try:
                 await asyncio.wait_for(wake.wait(), keepalive)
             except TimeoutError:
-                yield None
+                yield []
 
     def summary(self) -> dict[str, Any]:
         """Return what the list of conversations shows of it."""
