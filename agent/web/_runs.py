@@ -167,6 +167,8 @@ class Conversations:
         self.maker = maker
         self.live: dict[str, Conversation] = {}
         self._ids = itertools.count(1)
+        self._stored: dict[str, dict[str, Any]] = {}
+        """What the list shows of the store's sessions, read once each."""
 
     # -- finding ---------------------------------------------------------------------------------
 
@@ -204,21 +206,28 @@ class Conversations:
         items = {c.id: c.summary() for c in self.live.values()}
         ids = getattr(self.store, "session_ids", None)
         for session in await ids() if callable(ids) else []:
-            if session in items:
-                continue
-            transcript = await _saved(self.store, session)
-            if transcript is not None:
-                pending = (transcript.pending or {}).get("request")
-                items[session] = {
-                    "id": session,
-                    "title": title_of(transcript.contents),
-                    "status": "pending" if pending else "idle",
-                    "created": transcript.updated_at or 0.0,
-                    "live": False,
-                    "model": transcript.metadata.get("model"),
-                    "forked_from": None,
-                }
+            if session not in items:
+                found = self._stored.get(session) or await self._describe(session)
+                if found is not None:
+                    items[session] = found
         return sorted(items.values(), key=lambda item: -float(item["created"] or 0))
+
+    async def _describe(self, session: str) -> dict[str, Any] | None:
+        """Read a stored session once for the list (the page polls the list)."""
+        transcript = await _saved(self.store, session)
+        if transcript is None:
+            return None
+        pending = (transcript.pending or {}).get("request")
+        self._stored[session] = {
+            "id": session,
+            "title": title_of(transcript.contents),
+            "status": "pending" if pending else "idle",
+            "created": transcript.updated_at or 0.0,
+            "live": False,
+            "model": transcript.metadata.get("model"),
+            "forked_from": None,
+        }
+        return self._stored[session]
 
     # -- starting and steering -------------------------------------------------------------------
 

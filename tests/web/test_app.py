@@ -152,6 +152,26 @@ async def test_an_approval_runs_the_tool_once_and_a_second_one_gets_409() -> Non
     assert notes[0]["note"] == "decision" and notes[0]["answer"]["data"] == {"approved": True}
 
 
+async def test_two_decisions_at_once_run_the_tool_once() -> None:
+    deploys = Deploys()
+    page = Page(deploy_script(), deploys.toolkit())
+    async with page.client() as client:
+        run = (await start(client))["id"]
+        await follow(client, run)
+        request = await pending_of(client, run)
+        decision = {"request_id": request["id"], "action": "approve"}
+        deny = {"request_id": request["id"], "action": "deny"}
+        answers = await asyncio.gather(
+            client.post(f"/api/runs/{run}/decision", json=decision),
+            client.post(f"/api/runs/{run}/decision", json=deny),
+            client.post(f"/api/runs/{run}/decision", json=decision),
+        )
+        await follow(client, run)
+    assert sorted(answer.status_code for answer in answers) == [202, 409, 409]
+    assert deploys.ran in ([], [{"target": "staging"}])
+    assert len(deploys.ran) == (1 if answers[1].status_code == 409 else 0)
+
+
 async def test_a_denial_with_its_reason_reaches_the_model_and_nothing_runs() -> None:
     deploys = Deploys()
     page = Page(deploy_script(), deploys.toolkit())

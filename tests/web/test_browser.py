@@ -39,6 +39,22 @@ FLAGS = (
     "--window-size=1440,1000",
     "--force-device-scale-factor=1",
 )
+EVALS = """\
+cases:
+  - id: greets
+    prompt: Say hi
+    scenario: [{text: "hi there"}]
+    expect: {text_contains: [hi]}
+  - id: reads
+    prompt: Read the notes
+    files: {notes.txt: "hello"}
+    scenario:
+      - calls: [{name: read, args: {path: notes.txt}}]
+      - text: It says hello.
+    expect:
+      tools:
+        in_order: [{name: read, args: {path: notes.txt}}, glob]
+"""
 WAIT = 90.0
 """Seconds to wait for the page to show something (the machine may be busy)."""
 
@@ -157,6 +173,20 @@ def test_a_demo_run_approved_traced_replayed_and_forked_in_the_browser(
         assert "fork" in find("#conv-sub").text
         titles = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#run-list li")]
         assert len(titles) == 2
+
+        # Evals: an eval file run offline, its pass rates and a failing sample's calls.
+        evals = tmp_path / "evals.yaml"
+        evals.write_text(EVALS, encoding="utf-8")
+        click("[data-view=evals]")
+        find("#eval-path").send_keys(str(evals))
+        click("#eval-run button")
+        click("tr.case[data-case=reads]")
+        rows = wait.until(
+            lambda _: browser.find_elements(By.CSS_SELECTOR, "table.trajectory tbody tr")
+        )
+        assert [row.get_attribute("class") for row in rows] == ["same", "diff"]
+        assert "glob" in rows[1].text
+        assert "50%" in find(".eval-head").text
         errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
 
