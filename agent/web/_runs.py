@@ -313,34 +313,49 @@ class Conversations:
     async def _drive(
         self, conversation: Conversation, prompt: Prompt | None, answer: Answer | None
     ) -> None:
-        """Run once and log every event; the run's end sets the conversation's state."""
+        """Run once and log every event; the run's end sets the conversation's state.
+
+        A run that fails or is stopped leaves the session as its last save has it: what the
+        conversation waits on then is read back from the store.
+        """
         from agent import ConfigurationError, RunError, SessionError
+
+        status, pending = "failed", None
+        try:
+            status, pending = await self._events(conversation, prompt, answer)
+        except asyncio.CancelledError:
+            status = "stopped"
+            conversation.add("note", {"note": "stopped"})
+        except (RunError, ConfigurationError, SessionError, TypeError) as exc:
+            conversation.add("note", _failure(exc))
+        except Exception as exc:  # a defect, not the run's: shown, and logged with its trace
+            logger.exception("the run of conversation %s failed", conversation.id)
+            conversation.add("note", _failure(exc))
+        if status in ("failed", "stopped"):
+            saved = await _saved(self.store, conversation.id)
+            pending = (saved.pending or {}).get("request") if saved is not None else None
+        conversation.pending = pending
+        conversation.status = status
+        conversation.add("note", {"note": "idle", "status": status})
+
+    async def _events(
+        self, conversation: Conversation, prompt: Prompt | None, answer: Answer | None
+    ) -> tuple[str, Request | None]:
+        """Drive one run through its plan, logging each event; return how it ended."""
         from agent.events import DoneEvent
 
         assert conversation.agent is not None
         plan = conversation.agent.plan(
             prompt, session=conversation.id, answer=answer, streaming=True
         )
-        status, pending = "failed", None
-        try:
-            with record(conversation.recording):
-                async with contextlib.aclosing(plan.events()) as events:
-                    async for event in events:
-                        conversation.add("agent", event_json(event))
-                        if isinstance(event, DoneEvent):
-                            status, pending = event.result.status, event.result.pending
-        except asyncio.CancelledError:
-            status = "stopped"
-            conversation.add("note", {"note": "stopped"})
-        except (RunError, ConfigurationError, SessionError) as exc:
-            conversation.add("note", _failure(exc))
-        except Exception as exc:  # a defect, not the run's: shown, and logged with its trace
-            logger.exception("the run of conversation %s failed", conversation.id)
-            conversation.add("note", _failure(exc))
-        finally:
-            conversation.pending = pending
-            conversation.status = status
-            conversation.add("note", {"note": "idle", "status": status})
+        ended: tuple[str, Request | None] = ("failed", None)
+        with record(conversation.recording):
+            async with contextlib.aclosing(plan.events()) as events:
+                async for event in events:
+                    conversation.add("agent", event_json(event))
+                    if isinstance(event, DoneEvent):
+                        ended = (event.result.status, event.result.pending)
+        return ended
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:

@@ -345,6 +345,13 @@
         this.note(`${result.status} · ${plural(result.turns, "turn")}`);
         return;
       }
+      // An image model's picture is in the answer's Content, not in the text events.
+      const lastModel = result.status === "completed" ? [...(result.contents || [])].reverse().find((c) => c.role === "model") : null;
+      for (const part of (lastModel && lastModel.parts) || []) {
+        if (part.inlineData && (part.inlineData.mimeType || "").startsWith("image/")) {
+          this.add(el("img.result-image", { src: `data:${part.inlineData.mimeType};base64,${part.inlineData.data}`, alt: "image" }));
+        }
+      }
       if (result.output !== null && result.output !== undefined) {
         const answers = this.body().querySelectorAll(".answer");
         const last = answers[answers.length - 1];
