@@ -217,8 +217,7 @@ class _Api:
                 f"the conversation does not wait on request {body.get('request_id')!r} now; "
                 "nothing was changed",
             )
-        agent = conversation.agent or await self.conversations.maker(conversation.options)
-        conversation.agent = agent
+        agent = await self.conversations.agent_of(conversation)
         answer = answer_for(waiting, body, agent)
         await self.conversations.decide(conversation, body.get("request_id"), answer)
         return _json(conversation.summary(), status=202)

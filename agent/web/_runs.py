@@ -237,7 +237,11 @@ class Conversations:
         """Start a conversation on ``prompt``; the session holds ``history`` Contents already."""
         conversation = Conversation(options.session, options, title=_title(note), history=history)
         self.live[conversation.id] = conversation
-        await self.send(conversation, prompt, note)
+        try:
+            await self.send(conversation, prompt, note)
+        except Refused:
+            del self.live[conversation.id]  # it never started
+            raise
         return conversation
 
     async def send(
@@ -298,6 +302,19 @@ class Conversations:
             if conversation.task is not None and not conversation.task.done():
                 await self.stop(conversation)
 
+    async def agent_of(self, conversation: Conversation) -> Agent:
+        """Return the conversation's agent, made on first use.
+
+        Raises:
+            Refused: 500, the agent could not be made (the reason is shown).
+        """
+        if conversation.agent is None:
+            try:
+                conversation.agent = await self.maker(conversation.options)
+            except Exception as exc:  # the maker is the host's code: any failure is reported
+                raise Refused(500, f"could not make the agent: {exc}") from exc
+        return conversation.agent
+
     async def _launch(
         self,
         conversation: Conversation,
@@ -306,7 +323,7 @@ class Conversations:
         answer: Answer | None = None,
     ) -> None:
         if conversation.agent is None:
-            conversation.agent = await self.maker(conversation.options)
+            conversation.agent = await self.agent_of(conversation)
         conversation.status = "running"
         conversation.task = asyncio.create_task(self._drive(conversation, prompt, answer))
 

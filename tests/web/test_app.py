@@ -510,3 +510,18 @@ async def test_an_eval_file_runs_offline_and_shows_pass_rates_and_the_trajectory
         {"expected": "glob", "made": None, "same": False},
     ]
     assert failure["failed"][0]["name"].startswith("tools in_order")
+
+
+async def test_an_agent_that_cannot_be_made_is_a_clear_error_and_nothing_runs() -> None:
+    page = Page(["unused"], Deploys().toolkit())
+
+    async def broken(options: Any) -> Any:
+        raise ValueError("the scenario file is gone")
+
+    page.make = broken  # type: ignore[method-assign]
+    async with page.client() as client:
+        response = await client.post("/api/runs", json={"text": "hi"})
+        listed = (await client.get("/api/runs")).json()["runs"]
+    assert listed == []
+    assert response.status_code == 500
+    assert response.json() == {"error": "could not make the agent: the scenario file is gone"}
