@@ -158,19 +158,21 @@ async def test_stdio_calls_tools_and_returns_errors_as_the_model_reads_them(
     assert bad_args.is_error and "city" in _text(bad_args)
 
 
-async def test_a_gated_call_is_refused_and_never_runs(workspace: Path) -> None:
-    async with _stdio(workspace) as session:
+async def test_a_gated_call_of_a_client_that_cannot_be_asked_never_runs(workspace: Path) -> None:
+    async with _stdio(workspace) as session:  # no elicitation callback: no capability
         result = await session.call_tool("write", {"path": "new.txt", "content": "x"})
         bash = await session.call_tool("bash", {"command": "echo hi > ran.txt"})
     assert result.is_error
-    assert _text(result).startswith("The call to 'write' needs approval and was not run:")
-    assert "--approval" in _text(result)
+    assert _text(result) == (
+        "The user did not approve this call to 'write': the MCP client cannot ask (it has no "
+        "form elicitation). The tool was not run."
+    )
     assert bash.is_error and "was not run" in _text(bash)
     assert not (workspace / "new.txt").exists()
     assert not (workspace / "ran.txt").exists()
 
 
-async def test_an_agent_tool_runs_the_agent_and_its_gated_calls_are_denied(
+async def test_an_agent_tool_runs_the_agent_and_returns_its_final_text(
     workspace: Path,
 ) -> None:
     fake = FakeGemini(
@@ -190,11 +192,13 @@ async def test_an_agent_tool_runs_the_agent_and_its_gated_calls_are_denied(
     assert listed["helper"].description == "Answers small questions."
     assert listed["helper"].input_schema["required"] == ["task"]
     assert set(listed["helper"].input_schema["properties"]) == {"task", "session_id"}
-    assert (answer.is_error, _text(answer)) == (False, "Rome: sunny.")
-    assert (refused.is_error, _text(refused)) == (False, "I was not allowed to write it.")
+    assert (answer.is_error, answer.content[0].text) == (False, "Rome: sunny.")
+    assert answer.content[1].text.startswith("session_id: helper-")
+    assert answer.meta["toolnexus/session_id"] in answer.content[1].text
+    assert (refused.is_error, refused.content[0].text) == (False, "I was not allowed to write it.")
     assert not (workspace / "agent.txt").exists()
     denial = json.dumps(fake.requests[3].function_responses)
-    assert "was not run" in denial and "cannot ask its client for approval" in denial
+    assert "was not run" in denial and "the MCP client cannot ask" in denial
     assert fake.requests[0].system_text == "You are the helper."
     assert fake.requests[0].declared_functions == ["get_weather", "write"]
     assert no_task.is_error and "needs a `task`" in _text(no_task)
