@@ -176,6 +176,7 @@ class AgentTool:
 
     async def _result(self, task: str, session: str, call: ServedCall) -> RunResult:
         plan = self.agent.plan(task, session=session, steps=_AskTheClient(call), name=self.name)
+        call.note(f"running the agent {self.name!r}")
         result: RunResult | None = None
         async for event in plan.events():
             status = summary(event)
