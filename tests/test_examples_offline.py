@@ -25,6 +25,12 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "serve_agent.py": [
+        "asked about draft.txt: deny",
+        "asked about final.txt: approve",
+        "agent: You asked me to save a draft and a final version.",
+        "files: ['final.txt']",
+    ],
 }
 
 

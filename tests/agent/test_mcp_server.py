@@ -8,6 +8,7 @@ forms themselves (how an elicitation reply becomes an `Answer`) are checked dire
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -236,3 +237,16 @@ def test_a_question_form_offers_the_options_and_reads_the_replies() -> None:
     assert good == {"id": "q1", "ok": True, "data": {"Colours?": ["blue"], "Shade?": "dark"}}
     assert bad["ok"] is False and "Colours?" in bad["data"]
     assert textwrap.dedent(form.message) == "Agent 'painter' asks:\nColours?"
+
+
+def test_the_module_exports_little_and_imports_nothing_optional() -> None:
+    code = (
+        "import sys\n"
+        "import agent.mcp_server as served\n"
+        "assert served.__all__ == ['INSTALL_HINT', 'ServedAgent', 'serve_mcp'], served.__all__\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types')]\n"
+        "assert not loaded, loaded\n"
+        "assert 'google.genai' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
