@@ -235,26 +235,32 @@ class Calls:
 
     def keep(self, call: ServedCall) -> None:
         """Keep ``call`` findable by its token."""
-        self._purge()
+        self._purge(room=1)
         self._by_token[call.token] = call
 
     def get(self, token: str) -> ServedCall | None:
         """Return the kept call with this token, or ``None``."""
-        self._purge()
+        self._purge(room=0)
         return self._by_token.get(token)
 
     def forget(self, call: ServedCall) -> None:
         """Stop keeping ``call`` (its result was delivered)."""
         self._by_token.pop(call.token, None)
 
-    def _purge(self) -> None:
-        """Drop calls finished long ago; past `MAX_CALLS`, the oldest (cancelled if running)."""
+    def _purge(self, room: int) -> None:
+        """Drop calls finished long ago; leave ``room`` under `MAX_CALLS` (oldest out first).
+
+        A call dropped while it still runs is cancelled: nobody could reach it any more.
+        """
         now = time.time()
         for token, call in list(self._by_token.items()):
             if call.finished is not None and now - call.finished > KEEP_FINISHED:
                 del self._by_token[token]
+        excess = len(self._by_token) + room - MAX_CALLS
+        if excess <= 0:
+            return
         oldest = sorted(self._by_token.values(), key=lambda c: (c.finished is None, c.created))
-        for call in oldest[: max(0, len(oldest) - MAX_CALLS + 1)]:
+        for call in oldest[:excess]:
             call.task.cancel()
             del self._by_token[call.token]
 

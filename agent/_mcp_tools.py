@@ -61,6 +61,7 @@ class ServedTools:
         """Run one direct call: judge it, ask if need be, execute it, answer its questions."""
         import toolnexus as tn
 
+        call.note(f"running {name}")
         tool = self.toolkit.get(name)
         if tool is not None:
             refusal, args = await self._judged(tool, args, call)
