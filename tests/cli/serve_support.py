@@ -46,13 +46,18 @@ def accept(content: dict[str, Any], seen: list[Any] | None = None) -> Elicit:
     return answer
 
 
-def refuse(action: Literal["decline", "cancel"], seen: list[Any] | None = None) -> Elicit:
-    """An elicitation callback that declines (or cancels) every form."""
+def in_turn(*replies: dict[str, Any], seen: list[Any] | None = None) -> Elicit:
+    """An elicitation callback answering each form with the next reply: an action and
+    content (``{"action": "decline"}``, ``{"content": {...}}`` accepts)."""
+    queue = list(replies)
 
     async def answer(context: Any, params: Any) -> types.ElicitResult:
         if seen is not None:
             seen.append(params)
-        return types.ElicitResult(action=action)
+        reply = queue.pop(0)
+        return types.ElicitResult(
+            action=reply.get("action", "accept"), content=reply.get("content")
+        )
 
     return answer
 

@@ -158,20 +158,6 @@ async def test_stdio_calls_tools_and_returns_errors_as_the_model_reads_them(
     assert bad_args.is_error and "city" in _text(bad_args)
 
 
-async def test_a_gated_call_of_a_client_that_cannot_be_asked_never_runs(workspace: Path) -> None:
-    async with _stdio(workspace) as session:  # no elicitation callback: no capability
-        result = await session.call_tool("write", {"path": "new.txt", "content": "x"})
-        bash = await session.call_tool("bash", {"command": "echo hi > ran.txt"})
-    assert result.is_error
-    assert _text(result) == (
-        "The user did not approve this call to 'write': the MCP client cannot ask (it has no "
-        "form elicitation). The tool was not run."
-    )
-    assert bash.is_error and "was not run" in _text(bash)
-    assert not (workspace / "new.txt").exists()
-    assert not (workspace / "ran.txt").exists()
-
-
 async def test_an_agent_tool_runs_the_agent_and_returns_its_final_text(
     workspace: Path,
 ) -> None:

@@ -24,7 +24,7 @@ from tests.cli.serve_support import (
     all_text,
     connect,
     http_server,
-    refuse,
+    in_turn,
     stdio_params,
     text_of,
 )
@@ -99,52 +99,56 @@ async def test_a_direct_gated_write_runs_once_on_approve(
 
 
 REFUSALS = [
-    (refuse("decline"), "declined in the MCP client"),
-    (refuse("cancel"), "dismissed in the MCP client"),
-    (accept({"decision": "deny", "reason": "not today"}), "not today"),
-    (accept({}), "named no decision"),
-    (accept({"decision": "yes"}), "named no decision"),
+    ({"action": "decline"}, "declined in the MCP client"),
+    ({"action": "cancel"}, "dismissed in the MCP client"),
+    ({"content": {"decision": "deny", "reason": "not today"}}, "not today"),
+    ({"content": {}}, "named no decision"),
+    ({"content": {"decision": "yes"}}, "named no decision"),
     (
-        accept({"decision": "approve", "arguments": '{"path": "other.txt", "content": "x"}'}),
+        {"content": {"decision": "approve", "arguments": '{"path": "other.txt", "content": "x"}'}},
         "the arguments were changed but the decision was approve",
     ),
-    (accept({"decision": "edit", "arguments": "not json"}), "not a JSON object"),
-    (accept({"decision": "edit", "arguments": '{"path": "new.txt"}'}), "was edited, but"),
+    ({"content": {"decision": "edit", "arguments": "not json"}}, "not a JSON object"),
+    ({"content": {"decision": "edit", "arguments": '{"path": "new.txt"}'}}, "was edited, but"),
 ]
 
 
-@pytest.mark.parametrize(("elicit", "why"), REFUSALS)
-async def test_anything_but_a_clear_approval_refuses_and_never_runs(
-    workspace: Path, elicit: Any, why: str
-) -> None:
-    async with served(workspace, "stdio", "legacy", elicit=elicit) as c:
-        result = await c.call_tool("write", {"path": "new.txt", "content": "x"})
-    assert result.is_error
-    assert why in all_text(result)
-    assert "The tool was not run." in all_text(result)
-    assert not (workspace / "new.txt").exists()
-
-
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_an_edit_runs_the_edited_arguments(workspace: Path, era: Era) -> None:
+async def test_anything_but_a_clear_approval_refuses_and_never_runs(
+    workspace: Path, era: Era
+) -> None:
     edited = json.dumps({"path": "edited.txt", "content": "from the human"})
-    elicit = accept({"decision": "edit", "arguments": edited})
+    last = {"content": {"decision": "edit", "arguments": edited}}
+    elicit = in_turn(*(reply for reply, _ in REFUSALS), last)
     async with served(workspace, "stdio", era, elicit=elicit) as c:
+        refused = [
+            await c.call_tool("write", {"path": "new.txt", "content": "from the model"})
+            for _ in REFUSALS
+        ]
         result = await c.call_tool("write", {"path": "new.txt", "content": "from the model"})
-    assert not result.is_error, all_text(result)
+    for answer, (_, why) in zip(refused, REFUSALS, strict=True):
+        assert answer.is_error
+        assert why in all_text(answer)
+        assert "The tool was not run." in all_text(answer)
+    assert not result.is_error, all_text(result)  # an edit that fits runs the edited call
     assert not (workspace / "new.txt").exists()
     assert (workspace / "edited.txt").read_text(encoding="utf-8") == "from the human"
 
 
-@pytest.mark.parametrize(("transport", "era"), CLIENTS)
+@pytest.mark.parametrize(("transport", "era"), [("stdio", "modern"), ("http", "legacy")])
 async def test_a_client_without_elicitation_is_denied(
     workspace: Path, transport: Transport, era: Era
 ) -> None:
     async with served(workspace, transport, era) as c:
         write = await c.call_tool("write", {"path": "new.txt", "content": "x"})
         bash = await c.call_tool("bash", {"command": "echo hi > ran.txt"})
+        question = await c.call_tool("question", {"questions": [{"question": "Why?"}]})
     assert write.is_error and bash.is_error
-    assert "the MCP client cannot ask (it has no form elicitation)" in all_text(write)
+    assert all_text(write) == (
+        "The user did not approve this call to 'write': the MCP client cannot ask (it has no "
+        "form elicitation). The tool was not run."
+    )
+    assert question.is_error and "cannot ask" in all_text(question)
     assert not (workspace / "new.txt").exists()
     assert not (workspace / "ran.txt").exists()
 
@@ -159,14 +163,11 @@ async def test_the_question_tool_asks_through_elicitation(workspace: Path, era: 
     elicit = accept({"answer_1": "blue", "answer_2": "calmer"}, forms)
     async with served(workspace, "stdio", era, elicit=elicit) as c:
         answered = await c.call_tool("question", {"questions": questions})
-    async with served(workspace, "stdio", era) as c:
-        unasked = await c.call_tool("question", {"questions": questions})
     assert not answered.is_error, all_text(answered)
     assert json.loads(text_of(answered)) == {"Which colour?": "blue", "Why?": "calmer"}
     properties = forms[0].requested_schema["properties"]
     assert properties["answer_1"]["enum"] == ["red", "blue"]
     assert properties["answer_2"]["type"] == "string"
-    assert unasked.is_error and "cannot ask" in all_text(unasked)
 
 
 def _writer_script() -> list[Any]:
@@ -181,21 +182,15 @@ async def test_a_gated_write_inside_a_served_agent_elicits(
 ) -> None:
     fake = FakeGemini(_writer_script())
     forms: list[Any] = []
-    declined = refuse("decline", forms)
-    async with served(
-        workspace, transport, era, "--agents", "agents", fake=fake, elicit=declined
-    ) as c:
+    elicit = in_turn({"action": "decline"}, {"content": {"decision": "approve"}}, seen=forms)
+    flags = ("--agents", "agents")
+    async with served(workspace, transport, era, *flags, fake=fake, elicit=elicit) as c:
         first = await c.call_tool("writer", {"task": "write agent.txt"})
-    assert not (workspace / "agent.txt").exists()
+        assert not (workspace / "agent.txt").exists()  # declined: never written
+        second = await c.call_tool("writer", {"task": "write agent.txt"})
     denial = json.dumps(fake.requests[1].function_responses)
     assert "did not approve this call to 'write': declined in the MCP client" in denial
     assert "Agent 'writer' wants to run the tool 'write'" in forms[0].message
-
-    approve = accept({"decision": "approve"}, forms)
-    async with served(
-        workspace, transport, era, "--agents", "agents", fake=fake, elicit=approve
-    ) as c:
-        second = await c.call_tool("writer", {"task": "write agent.txt"})
     assert (text_of(first), text_of(second)) == ("Done as far as I could.",) * 2
     assert (workspace / "agent.txt").read_text(encoding="utf-8") == "from the agent"
     assert "Wrote" in json.dumps(fake.requests[3].function_responses)
