@@ -22,6 +22,7 @@ import toolnexus as tn
 from agent.testing import FakeGemini, function_call
 from agent.testing._server import FakeServer
 from tests.cli.conftest import REPO, Cli, cli_env
+from tests.cli.serve_support import connect, stdio_params
 
 pytest.importorskip("mcp")
 
@@ -110,6 +111,10 @@ def _text(result: Any) -> str:
     return "".join(block.text for block in result.content if block.type == "text")
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def _gemini_declarations(root: Path) -> list[dict[str, Any]]:
     """What the agent sends Gemini for the same flags, rendered by the library."""
     sys.path.insert(0, str(root))
@@ -125,15 +130,25 @@ def _gemini_declarations(root: Path) -> list[dict[str, Any]]:
     return declarations
 
 
-async def test_stdio_lists_the_toolkit_as_gemini_receives_it(workspace: Path) -> None:
-    async with _stdio(workspace) as session:
-        listed = (await session.list_tools()).tools
+@pytest.mark.parametrize(("transport", "era"), [("stdio", "legacy"), ("http", "modern")])
+async def test_tools_list_is_the_toolkit_as_gemini_receives_it(
+    workspace: Path, transport: str, era: Any
+) -> None:
+    with contextlib.ExitStack() as stack:
+        if transport == "http":
+            target: Any = stack.enter_context(_http_server(workspace))
+        else:
+            target = stdio_params(workspace, *_flags(workspace))
+        async with connect(target, era=era, errlog=workspace / "err.txt") as session:
+            listed = (await session.list_tools()).tools
     served = [
         {"name": t.name, "description": t.description, "parametersJsonSchema": t.input_schema}
-        for t in sorted(listed, key=lambda t: t.name)
+        for t in listed
     ]
     expected = _gemini_declarations(workspace)
-    assert served == expected
+    # The same tools in the same order, each the same JSON: byte for byte once keys are
+    # sorted (the SDK writes `properties`, `required`, `type` first in every inputSchema).
+    assert _canonical(served) == _canonical(expected)
     assert {"read", "write", "skill", "get_weather"} <= {t.name for t in listed}
 
 
