@@ -21,6 +21,7 @@ import json
 import secrets
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -77,12 +78,24 @@ def agent_schema() -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """An in-memory conversation this server started."""
+
+    agent: str
+    """The agent's tool name."""
+    owner: str | None
+    """The connection that started it (``None`` when the transport has none)."""
+    store: MemoryStore
+    """Where the agent keeps it."""
+
+
 class Conversations:
     """Which conversation each agent call runs in (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._made: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
-        """In-memory conversations made here: id -> (agent name, owning connection)."""
+        self._made: OrderedDict[str, _Made] = OrderedDict()
+        """In-memory conversations started here, least recently used first."""
 
     async def open(
         self, name: str, agent: Agent, session_id: str | None, owner: str | None
@@ -99,22 +112,22 @@ class Conversations:
         if session_id is None:
             session_id = f"{name}-{secrets.token_urlsafe(18)}"
             if isinstance(store, MemoryStore):
-                await self._made_now(session_id, name, owner, store)
+                await self._started(session_id, _Made(name, owner, store))
             return session_id
         if not isinstance(store, MemoryStore):
             return session_id
-        if self._made.get(session_id) != (name, owner):
+        made = self._made.get(session_id)
+        if made is None or (made.agent, made.owner) != (name, owner):
             return None
         self._made.move_to_end(session_id)
         return session_id
 
-    async def _made_now(
-        self, session_id: str, name: str, owner: str | None, store: MemoryStore
-    ) -> None:
-        self._made[session_id] = (name, owner)
+    async def _started(self, session_id: str, made: _Made) -> None:
+        """Note a new conversation; past `MAX_CONVERSATIONS`, forget the least recently used."""
+        self._made[session_id] = made
         while len(self._made) > MAX_CONVERSATIONS:
-            oldest, _ = self._made.popitem(last=False)
-            await store.delete(oldest)
+            oldest, gone = self._made.popitem(last=False)
+            await gone.store.delete(oldest)
 
 
 class _AskTheClient(Steps):

@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from agent import Agent, ClientSettings, SqliteStore
+from agent._mcp_agents import MAX_CONVERSATIONS, Conversations
 from agent._mcp_forms import answer_from, form_for
+from agent.testing import FakeGemini
 from tests.cli.conftest import REPO, cli_env
 from tests.cli.serve_support import TasksClient, accept, all_text, connect, text_of
 
@@ -250,3 +253,35 @@ def test_the_module_exports_little_and_imports_nothing_optional() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_conversation_is_its_connections_and_the_oldest_is_forgotten_past_the_cap() -> None:
+    fake = FakeGemini(["hello there"])
+    agent = Agent(client=ClientSettings(api_key="test", http_client=fake.http_client()))
+    conversations = Conversations()
+    first = await conversations.open("helper", agent, None, "connection-1")
+    assert first is not None and first.startswith("helper-")
+    await agent.run("hello", session=first)
+    assert await conversations.open("helper", agent, first, "connection-1") == first
+    assert await conversations.open("helper", agent, first, "connection-2") is None
+    assert await conversations.open("other", agent, first, "connection-1") is None
+    assert await conversations.open("helper", agent, "helper-made-up", "connection-1") is None
+    for _ in range(MAX_CONVERSATIONS):
+        await conversations.open("helper", agent, None, "connection-1")
+    assert await conversations.open("helper", agent, first, "connection-1") is None
+    assert await agent.store.get(first) is None  # forgotten by the store too
+
+
+async def test_with_a_persistent_store_a_session_id_names_a_stored_conversation(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "chats.db")
+    agent = Agent(client=ClientSettings(api_key="test"), store=store)
+    conversations = Conversations()
+    try:
+        assert await conversations.open("helper", agent, "notes", None) == "notes"
+        made = await conversations.open("helper", agent, None, "connection-1")
+        assert made is not None and made.startswith("helper-")
+        assert await conversations.open("helper", agent, made, "connection-2") == made
+    finally:
+        await store.close()
