@@ -26,6 +26,9 @@ from agent import (
 from agent.batch import GeminiBatch, JobNote
 from agent.steps import Steps
 from agent.testing import FakeGemini, error, function_call, reply
+from tests.agent._otel_support import spans, telemetry
+
+__all__ = ["spans", "telemetry"]  # fixtures
 
 USAGE = {"promptTokenCount": 1_000, "candidatesTokenCount": 100, "totalTokenCount": 1_100}
 
@@ -400,3 +403,18 @@ async def test_a_state_file_in_use_is_refused(tmp_path: Path) -> None:
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
+
+
+async def test_batched_runs_are_traced_like_direct_runs(spans: Any) -> None:
+    fake = instant(FakeGemini(two_tool_turns))
+    results = await GeminiBatch(poll_interval=0).run(make_agent(fake, Tools()), {"a": "task a"})
+    assert results["a"].status == "completed"
+    names = sorted(span.name for span in spans.get_finished_spans())
+    assert names == [
+        "execute_tool lookup",
+        "execute_tool lookup",
+        "generate_content gemini-2.5-flash",
+        "generate_content gemini-2.5-flash",
+        "generate_content gemini-2.5-flash",
+        "invoke_agent",
+    ]
