@@ -418,3 +418,21 @@ async def test_batched_runs_are_traced_like_direct_runs(spans: Any) -> None:
         "generate_content gemini-2.5-flash",
         "invoke_agent",
     ]
+
+
+async def test_native_typed_output_goes_in_each_requests_generation_config() -> None:
+    class Answer(BaseModel):
+        city: str
+
+    fake = instant(FakeGemini(lambda body: '{"city": "Paris"}'))
+    agent = Agent(
+        client=ClientSettings(api_key="k", http_client=fake.http_client()), output_type=Answer
+    )
+    results = await GeminiBatch(poll_interval=0).run(agent, {"a": "Where?"})
+    assert results["a"].output == Answer(city="Paris")
+    (job,) = fake.batches.jobs.values()
+    config = job.bodies[0]["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert config["responseJsonSchema"]["properties"] == {
+        "city": {"title": "City", "type": "string"}
+    }
