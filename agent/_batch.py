@@ -81,6 +81,9 @@ __all__ = [
 
 logger = logging.getLogger("agent")
 
+_RESULT_READS = 5
+"""Reads of a succeeded job's results before its calls fail (and go into a new job)."""
+
 
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
@@ -313,14 +316,21 @@ class Collector:
     async def _create(self, flight: _Flight) -> JobStatus:
         stored = flight.stored
         entries = [w.entry for w in flight.waiters]
-        status, source = await create_job(
-            flight.client,
-            stored.model,
-            entries,
-            stored.display,
-            inline_limit=self.options.inline_limit,
-            poll=self.options.poll_interval,
-        )
+        try:
+            status, source = await create_job(
+                flight.client,
+                stored.model,
+                entries,
+                stored.display,
+                inline_limit=self.options.inline_limit,
+                poll=self.options.poll_interval,
+            )
+        except CallFailed as failed:
+            if failed.info.code is not None:  # the API answered: no job was made
+                self.state.ended(stored, "NOT_CREATED", [])
+            # Else (a network failure) the job may exist: a retry of its calls finds it
+            # by its display name before it makes another.
+            raise
         self.state.created(stored, status.name)
         self._note("created", flight, status, source)
         return status
@@ -368,7 +378,7 @@ class Collector:
 
     async def _settle(self, flight: _Flight, status: JobStatus) -> None:
         """Record how the job ended and hand each call its result (or its failure)."""
-        results = await job_results(flight.client, status) if status.succeeded else []
+        results = await self._results(flight, status) if status.succeeded else []
         self.state.ended(flight.stored, status.state, results)
         self._note("ended", flight, status)
         if not status.succeeded:
@@ -379,6 +389,18 @@ class Collector:
         for waiter in flight.waiters:
             # A request the job did not answer fails like a lost call, and is retried.
             self._answer([waiter], found.get(waiter.key) or Result(waiter.key))
+
+    async def _results(self, flight: _Flight, status: JobStatus) -> list[Result]:
+        """Read a succeeded job's results; a network failure reads them again (a few times)."""
+        for _ in range(_RESULT_READS - 1):
+            try:
+                return await job_results(flight.client, status)
+            except CallFailed as failed:
+                if not failed.info.retryable:
+                    raise
+                logger.info("reading the results of %s failed; again", status.name)
+            await asyncio.sleep(max(self.options.poll_interval, 1.0))
+        return await job_results(flight.client, status)
 
     def _answer(self, waiters: Sequence[_Waiter], outcome: Result | ErrorInfo) -> None:
         """Hand the calls their result or failure: they wait no longer."""

@@ -69,6 +69,8 @@ class BatchState:
     """The last record of each task's N-th model call."""
     tools: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """The last result of each task's tool executions, by ``"N.E"``."""
+    _open: dict[str, StoredJob] = field(default_factory=dict)
+    """The job that has not ended holding each key (an index of `jobs`)."""
     _fd: int | None = None
 
     @classmethod
@@ -122,7 +124,7 @@ class BatchState:
         if "creating" in line:
             display = str(line["creating"])
             keys = tuple(map(str, line.get("keys") or ()))
-            self.jobs[display] = StoredJob(display, str(line.get("model")), keys)
+            self._add(StoredJob(display, str(line.get("model")), keys))
         elif "ended" in line:
             self._ended(line)
         elif "job" in line and str(line.get("display")) in self.jobs:
@@ -135,7 +137,7 @@ class BatchState:
     def _ended(self, line: dict[str, Any]) -> None:
         job = self.jobs.get(str(line["ended"]))
         if job is not None:
-            job.ended = str(line.get("state"))
+            self._end(job, str(line.get("state")))
         for key, data in (line.get("results") or {}).items():
             if isinstance(data, dict):
                 self.results[str(key)] = Result.from_json(str(key), data)
@@ -144,17 +146,25 @@ class BatchState:
 
     def unfinished_job_of(self, key: str) -> StoredJob | None:
         """Return the job holding ``key`` that has not ended, if any."""
-        for job in self.jobs.values():
-            if job.ended is None and key in job.keys:
-                return job
-        return None
+        return self._open.get(key)
+
+    def _add(self, job: StoredJob) -> None:
+        self.jobs[job.display] = job
+        for key in job.keys:
+            self._open[key] = job
+
+    def _end(self, job: StoredJob, state: str) -> None:
+        job.ended = state
+        for key in job.keys:
+            if self._open.get(key) is job:
+                del self._open[key]
 
     # -- what the engine records --------------------------------------------------------
 
     def creating(self, display: str, model: str, keys: list[str]) -> StoredJob:
         """Record that a job is about to be created (flushed to disk first)."""
         job = StoredJob(display, model, tuple(keys))
-        self.jobs[display] = job
+        self._add(job)
         self.record({"creating": display, "model": model, "keys": keys}, sync=True)
         return job
 
@@ -168,7 +178,7 @@ class BatchState:
 
     def ended(self, job: StoredJob, state: str, results: list[Result]) -> None:
         """Record how a job ended and its results (flushed to disk)."""
-        job.ended = state
+        self._end(job, state)
         for result in results:
             self.results[result.key] = result
         self.record(

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.testing._files import FileStore
-from agent.testing._replies import error
+from agent.testing._replies import ErrorReply, error
 from agent.testing._strict import normalize
 from agent.testing._transport import Outcome
 
@@ -167,6 +167,9 @@ class BatchStore:
     """The seed of the shuffles."""
     inline_limit: int = INLINE_LIMIT
     """Bytes a create request with inline requests may hold."""
+    create_errors: list[ErrorReply] = field(default_factory=list)
+    """Errors to answer the next create requests with, in order (an enqueued-tokens
+    quota's 429, say); no job is made for them."""
     jobs: dict[str, FakeBatchJob] = field(default_factory=dict)
     """The jobs by id, in creation order (deleted ones are gone)."""
     created: int = 0
@@ -208,6 +211,11 @@ class BatchStore:
             return refused
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         if method == "POST" and (found := _CREATE.search(path)):
+            if self.create_errors:
+                refusal = self.create_errors.pop(0)
+                return Outcome(
+                    refusal.status_code, dict(_JSON), [json.dumps(refusal.body).encode()]
+                )
             return models(found["model"]) or self._create(found, raw, files)
         if method == "GET" and _LIST.search(path):
             return self._list(params)

@@ -436,3 +436,17 @@ async def test_native_typed_output_goes_in_each_requests_generation_config() -> 
     assert config["responseJsonSchema"]["properties"] == {
         "city": {"title": "City", "type": "string"}
     }
+
+
+async def test_a_refused_create_retries_its_calls_in_a_new_job(tmp_path: Path) -> None:
+    fake = instant(FakeGemini(two_tool_turns))
+    fake.batches.create_errors = [error(429, retry_delay=0.01)]
+    state = tmp_path / "state.jsonl"
+    results = await GeminiBatch(state=state, poll_interval=0).run(
+        make_agent(fake, Tools()), {"a": "task a", "b": "task b"}
+    )
+    assert {r.status for r in results.values()} == {"completed"}
+    assert [r.status for r in results["a"].retries] == ["RESOURCE_EXHAUSTED"]
+    assert fake.batches.created == 3
+    ended = [json.loads(line) for line in state.read_text().splitlines() if "ended" in line]
+    assert ended[0]["state"] == "NOT_CREATED" and ended[0]["job"] is None
