@@ -29,6 +29,7 @@ this engine.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -163,8 +164,6 @@ class GeminiBatch:
                 run with the same state file picks them up).
             ConfigurationError: The state file is in use by another batch, or is not one.
         """
-        import asyncio
-
         state = BatchState.open(self.state)
         engine = Engine(self.options, state, self._note)
         done: dict[str, T] = {}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google import genai
 from pydantic import BaseModel
 
 import toolnexus as tn
@@ -376,6 +377,9 @@ async def test_agents_the_engine_cannot_batch_are_refused(tmp_path: Path) -> Non
     flex = make_agent(fake, Tools(), settings=ModelSettings(service_tier="flex"))
     with pytest.raises(ConfigurationError, match="service_tier"):
         await GeminiBatch().run(flex, {"a": "task a"})
+    vertex = Agent(client=genai.Client(vertexai=True, api_key="k"))  # express mode, no network
+    with pytest.raises(ConfigurationError, match="Vertex AI client is not supported"):
+        await GeminiBatch().run(vertex, {"a": "task a"})
     with pytest.raises(ConfigurationError, match="poll_interval"):
         GeminiBatch(poll_interval=-1)
     state = tmp_path / "state.jsonl"
