@@ -232,3 +232,40 @@ def test_eval_runs_its_samples_in_batch_jobs(cli: Cli, workdir: Path) -> None:
     assert all(r["passed"] for r in records)
     assert not (workdir / "runs.gemini-batch.jsonl").exists()
     assert refused == 2 and "--service-tier does not apply to --engine gemini-batch" in refused_err
+
+
+SCENARIO = """\
+batches: {progression: [], endings: [EXPIRED]}
+turns:
+  - text: Paris.
+"""
+
+
+def test_a_fake_scenario_plays_the_batch_api_and_an_expired_job_is_requeued(
+    cli: Cli, workdir: Path
+) -> None:
+    (workdir / "scenario.yaml").write_text(SCENARIO, encoding="utf-8")
+    tasks = [{"id": "capital", "prompt": "Capital of France?"}]
+    (workdir / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}), encoding="utf-8")
+    command = ["batch", "tasks.yaml", "--out", "out.jsonl", "--no-builtins"]
+    command += ["--fake", "scenario.yaml", "--engine", "gemini-batch", "--poll-interval", "0"]
+    code, _, err = cli(*command)
+    assert code == 0, err
+    assert err.splitlines()[:5] == [
+        "job batches/fakebatch000001: 1 requests sent (inline)",
+        "job batches/fakebatch000001: JOB_STATE_EXPIRED",
+        "job batches/fakebatch000002: 1 requests sent (inline)",
+        "job batches/fakebatch000002: JOB_STATE_SUCCEEDED",
+        "capital: (model call failed: JOB_STATE_EXPIRED; retrying after 0.0 s)",
+    ]
+    (record,) = _records(workdir / "out.jsonl").values()
+    assert (record["status"], record["text"]) == ("completed", "Paris.")
+
+
+def test_a_scenarios_batches_are_checked(cli: Cli, workdir: Path) -> None:
+    (workdir / "scenario.yaml").write_text(
+        "batches: {endings: [EXPLODED]}\nturns: [{text: hi}]\n", encoding="utf-8"
+    )
+    (workdir / "tasks.yaml").write_text("tasks: [{id: a, prompt: hi}]\n", encoding="utf-8")
+    code, _, err = cli("batch", "tasks.yaml", "--out", "o.jsonl", "--fake", "scenario.yaml")
+    assert code == 2 and "batches.endings is a list of CANCELLED, EXPIRED" in err
