@@ -36,7 +36,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent._batch_state import BatchState, StoredJob
 from agent._batch_wire import (
@@ -116,7 +116,7 @@ class BatchOptions:
 class JobNote:
     """Something that happened to a job (the engine's progress)."""
 
-    kind: str
+    kind: Literal["created", "resumed", "state", "ended"]
     """``"created"``, ``"resumed"`` (a restarted engine follows a job it had created),
     ``"state"`` (a new state was read) or ``"ended"``."""
     job: str
@@ -275,8 +275,8 @@ class Collector:
         return chosen
 
     def _send(self, waiters: list[_Waiter]) -> None:
-        for waiter in waiters:
-            self.pending.remove(waiter)
+        sent = set(waiters)
+        self.pending = [waiter for waiter in self.pending if waiter not in sent]
         display = f"toolnexus-{self.state.run}-{len(self.state.jobs) + 1}"
         stored = self.state.creating(display, waiters[0].model, [w.key for w in waiters])
         flight = self.flights[display] = _Flight(stored, waiters[0].client)
@@ -414,7 +414,11 @@ class Collector:
                 waiter.future.set_result(outcome)
 
     def _note(
-        self, kind: str, flight: _Flight, status: JobStatus, source: str | None = None
+        self,
+        kind: Literal["created", "resumed", "state", "ended"],
+        flight: _Flight,
+        status: JobStatus,
+        source: str | None = None,
     ) -> None:
         requests = len(flight.waiters) or len(flight.stored.keys)
         self.note(JobNote(kind, status.name, status.state, requests, flight.stored.model, source))
