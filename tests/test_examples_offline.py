@@ -25,6 +25,12 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "gemini_batch.py": [
+        "batches/fakebatch000002: 3 requests sent (inline)",
+        "oslo: It is rain, 12 C. ($0.00110, 2 turns)",
+        "the same task, direct: $0.00220",
+        "run again: It is rain, 12 C. with 2 jobs in all",
+    ],
 }
 
 
