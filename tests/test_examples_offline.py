@@ -31,6 +31,12 @@ EXPECTED = {
         "agent: You asked me to save a draft and a final version.",
         "files: ['final.txt']",
     ],
+    "gemini_batch.py": [
+        "batches/fakebatch000002: 3 requests sent (inline)",
+        "oslo: It is rain, 12 C. ($0.00110, 2 turns)",
+        "the same task, direct: $0.00220",
+        "run again: It is rain, 12 C. with 2 jobs in all",
+    ],
 }
 
 
