@@ -311,6 +311,15 @@ def bench_growth(runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_mcp(calls: int) -> dict[str, Any] | None:
+    """Run the MCP server probe (ours against the SDK's bare server); ``None`` without mcp."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return None
+    return _probe_script("_bench_mcp.py", str(calls))
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -446,6 +455,16 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    served = results.get("mcp")
+    if served:
+        lines += ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
+        for era, label in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
+            m = served[era]
+            lines.append(
+                f"  {label}  server CPU {m['cpu_ms']['bare']:.2f} -> {m['cpu_ms']['ours']:.2f} ms "
+                f"({m['cpu_ratio']:.2f}x); round trip p50 {m['round_trip_ms']['bare']:.2f} -> "
+                f"{m['round_trip_ms']['ours']:.2f} ms ({m['round_trip_ratio']:.2f}x)"
+            )
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -530,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
+        "--no-mcp", action="store_true", help="skip the MCP server probe (ours vs the bare SDK)"
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
@@ -585,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_mcp:
+                print("probing the MCP server...", file=sys.stderr, flush=True)
+                results["mcp"] = bench_mcp(10 * (args.runs if args.runs is not None else 20))
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)
