@@ -231,3 +231,9 @@ def test_the_recording_and_the_web_page_modules_are_pinned():
 def test_hook_errors_are_run_errors():
     assert issubclass(agent.HookError, agent.RunError)
     assert issubclass(agent.RunError, agent.AgentError)
+
+
+def test_the_batch_module_is_pinned():
+    import agent.batch
+
+    assert agent.batch.__all__ == ["INLINE_LIMIT", "GeminiBatch", "JobNote", "Task"]
