@@ -322,7 +322,10 @@ def bench_web(runs: int) -> dict[str, Any] | None:
     return _probe_script("_bench_web.py", str(runs))
 
 
-def _web_lines(web: dict[str, Any]) -> list[str]:
+def _web_lines(web: dict[str, Any] | None) -> list[str]:
+    """Render the web page probe (nothing when it did not run)."""
+    if not web:
+        return []
     wall, cpu = web["wall_ms"], web["cpu_ms"]
     return [
         "",
@@ -477,8 +480,7 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
-    if results.get("web"):
-        lines += _web_lines(results["web"])
+    lines += _web_lines(results.get("web"))
     served = results.get("mcp")
     if served:
         lines += ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
