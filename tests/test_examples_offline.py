@@ -25,6 +25,12 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "context_cache.py": [
+        "  cache created: cachedContents/fakecache0001 (9,070 tokens)",
+        "  Is product 5 in stock? -> Found it: product 5: fine (from desk 5)",
+        "  6 requests, $0.003826, 4,803 characters of request bodies",
+        "  6 requests, $0.017008, 222,381 characters of request bodies",
+    ],
 }
 
 
