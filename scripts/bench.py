@@ -310,6 +310,38 @@ def bench_growth(runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_caching() -> dict[str, Any]:
+    """Run the context-cache probe (200 tools, 30 turns, without and with) in a fresh process."""
+    return _probe_script("_bench_caching.py")
+
+
+def _caching_lines(caching: dict[str, Any]) -> list[str]:
+    """Render the context-cache probe: request bytes and dollars per turn, without and with."""
+    plain, cached = caching["without"], caching["with"]
+    lines = [
+        "",
+        f"context cache: {caching['tools']} tools, {caching['turns']} turns on "
+        f"{caching['model']}, without vs ContextCache(ttl=600) (the fake's 4-chars-a-token "
+        "usage, the price table's dollars)",
+        f"{'turn':>6} {'bytes without':>14} {'bytes with':>11} {'$ without':>10} {'$ with':>10}",
+    ]
+    for turn in (1, 2, 3, 5, 10, 15, 20, 25, 30):
+        i = turn - 1
+        lines.append(
+            f"{turn:>6} {plain['bytes'][i]:>14,} {cached['bytes'][i]:>11,} "
+            f"{plain['turn_usd'][i]:>10.6f} {cached['turn_usd'][i]:>10.6f}"
+        )
+    lines += [
+        f"{'total':>6} {sum(plain['bytes']):>14,} {sum(cached['bytes']):>11,} "
+        f"{plain['usd']:>10.6f} {cached['usd']:>10.6f}  (with: storage "
+        f"${cached['storage_usd']:.6f} included, net saving ${cached['saving_usd']:.6f})",
+        f"{'':6} with/without: bytes {caching['bytes_ratio']:.3f}, dollars "
+        f"{caching['usd_ratio']:.3f}; cache calls {', '.join(cached['cache_calls'])} "
+        f"(one cache of {', '.join(f'{t:,}' for t in cached['cache_tokens'])} tokens)",
+    ]
+    return lines
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -445,6 +477,9 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    caching = results.get("caching")
+    if caching:
+        lines += _caching_lines(caching)
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -527,6 +562,11 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
+        "--no-caching",
+        action="store_true",
+        help="skip the context-cache probe (200 tools, 30 turns, without and with a cache)",
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
@@ -573,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_caching:
+                print("probing a context cache...", file=sys.stderr, flush=True)
+                results["caching"] = bench_caching()
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)
