@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import sys
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -161,12 +163,26 @@ class _Registry:
         locks = self.locks.setdefault(loop, {})
         return locks.setdefault(key, asyncio.Lock())
 
-    def note_use(self, key: _Key, now: float, window: float) -> int:
-        """Count a request with ``key``'s prefix; return the uses of the last ``window`` s."""
-        times = [t for t in self.uses.get(key, ()) if t > now - window]
-        times.append(now)
-        self.uses[key] = times
-        return len(times)
+    def note_use(self, key: _Key, now: float, window: float, enough: int) -> int:
+        """Count a request with ``key``'s prefix; return the uses of the last ``window`` s.
+
+        Only the last ``enough`` uses are kept: more would not change the decision, and a
+        busy process sends a prefix thousands of times within a TTL.
+        """
+        recent = [t for t in self.uses.get(key, ()) if t > now - window]
+        kept = recent[-(enough - 1) :] if enough > 1 else []
+        kept.append(now)
+        self.uses[key] = kept
+        return len(kept)
+
+    def prune(self, now: float, window: float) -> None:
+        """Forget the caches that expired, and the uses older than ``window`` seconds."""
+        for key in [key for key, entry in self.entries.items() if entry.expires <= now]:
+            del self.entries[key]
+        for key in [key for key, until in self.unfit.items() if until <= now]:
+            del self.unfit[key]
+        for key in [key for key, times in self.uses.items() if times[-1] <= now - window]:
+            del self.uses[key]
 
 
 class ContextCache(Capability):
@@ -256,12 +272,12 @@ class ContextCache(Capability):
         """Return the smallest prefix cached for ``model``, in tokens."""
         return self.min_tokens if self.min_tokens is not None else min_cache_tokens(model)
 
-    def pays(self, model: str, uses: int) -> bool:
-        """Tell whether a cache should be created for a prefix used ``uses`` times lately."""
+    def needed_uses(self, model: str) -> int:
+        """Return how many uses within the TTL make a cache worth creating (``always``: 1)."""
         if self.mode == "always":
-            return True
+            return 1
         needed = break_even(model, self.ttl)
-        return needed is not None and uses >= needed
+        return math.ceil(needed) if needed is not None else sys.maxsize
 
     async def documents_content(self) -> Content | None:
         """Return the documents as one user Content (read once), or ``None``."""
@@ -328,7 +344,8 @@ class _CacheRun(RunCapability):
         """Return the cache this request names: known, found or created; ``None``: none."""
         key = (self.caches.account, prefix.key)
         now = time.time()
-        uses = self.registry.note_use(key, now, self.owner.ttl)
+        needed = self.owner.needed_uses(prefix.model)
+        uses = self.registry.note_use(key, now, self.owner.ttl, min(needed, 1_000))
         small = prefix.tokens < self.owner.minimum(prefix.model)
         if small or self.registry.unfit.get(key, 0) > now:
             return None
@@ -340,7 +357,7 @@ class _CacheRun(RunCapability):
                 entry = self._from_session(run, prefix, turn) or await self._listed(
                     run, key, prefix, turn
                 )
-            if entry is None and self.owner.pays(prefix.model, uses):
+            if entry is None and uses >= needed:
                 entry = await self._create(run, key, prefix, turn)
             if entry is not None:
                 self.registry.entries[key] = entry
@@ -394,6 +411,7 @@ class _CacheRun(RunCapability):
         self, run: RunState, key: _Key, prefix: Prefix, turn: int, reason: str | None = None
     ) -> _Entry | None:
         """Create the prefix's cache and bill its storage (``None``: it could not be made)."""
+        self.registry.prune(time.time(), self.owner.ttl)
         try:
             info = await self.caches.create(prefix, self.owner.ttl)
         except CallFailed as failed:

@@ -571,3 +571,12 @@ async def test_documents_below_the_minimum_go_first_in_every_request():
     assert fake.caches.requests == []
     for request in fake.requests:
         assert request.body["contents"][0] == {"role": "user", "parts": [{"text": "A short note."}]}
+
+
+def test_run_sync_runs_share_the_cache_across_event_loops():
+    fake = FakeGemini([*_turns(1), *_turns(1)])
+    agent = _agent(fake, ContextCache(ttl=600, mode="always"))
+    assert agent.run_sync("one").status == "completed"
+    assert agent.run_sync("two").status == "completed"
+    assert fake.caches.created == ["cachedContents/fakecache0001"]
+    assert _cached(fake) == ["cachedContents/fakecache0001"] * 2
