@@ -310,7 +310,8 @@ class _CacheRun(RunCapability):
         self.memo: tuple[Any, Content | None, Prefix | None] | None = None
         self.current: _Entry | None = None
         self.sent: _Sent | None = None
-        self.recreated: set[str] = set()
+        self.recreated_at: int | None = None
+        """The turn whose cache was last made again (once per turn)."""
         self.session_read = False
 
     # -- before each call ---------------------------------------------------------------------
@@ -476,7 +477,10 @@ class _CacheRun(RunCapability):
     async def failed(
         self, run: RunState, request: ModelRequest, info: ErrorInfo
     ) -> ModelRequest | None:
-        """Send a request whose cache is gone again: with the cache made again, once."""
+        """Send a request whose cache is gone again: with the cache made again, once a turn.
+
+        If the cache made again is gone too (or cannot be made), the turn goes without one.
+        """
         sent = self.sent
         if sent is None or request is not sent.cached or not is_missing_cache(info):
             return None
@@ -484,13 +488,13 @@ class _CacheRun(RunCapability):
         prefix = sent.prefix
         key = (self.caches.account, prefix.key)
         gone = request.config.cached_content
-        if prefix.key in self.recreated:
-            return with_documents(sent.original, sent.documents)
-        self.recreated.add(prefix.key)
         async with self.registry.lock(key):
             entry = self.registry.entries.get(key)
             if entry is None or entry.name == gone:
-                self.registry.entries.pop(key, None)
+                self.registry.entries.pop(key, None)  # the next turn looks again
+                if self.recreated_at == request.turn:
+                    return with_documents(sent.original, sent.documents)
+                self.recreated_at = request.turn
                 entry = await self._create(run, key, prefix, request.turn, reason=info.message)
             if entry is None:
                 return with_documents(sent.original, sent.documents)

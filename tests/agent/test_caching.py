@@ -580,3 +580,22 @@ def test_run_sync_runs_share_the_cache_across_event_loops():
     assert agent.run_sync("two").status == "completed"
     assert fake.caches.created == ["cachedContents/fakecache0001"]
     assert _cached(fake) == ["cachedContents/fakecache0001"] * 2
+
+
+async def test_a_cache_gone_again_in_a_later_turn_is_made_again_again():
+    fake = FakeGemini([])
+
+    def expiring(body: dict[str, Any]) -> Any:
+        fake.caches.expire(body["cachedContent"])
+        return function_call("echo", {"text": "a"})
+
+    fake = FakeGemini([expiring, expiring, "Done."])
+    events = await _events(_agent(fake, ContextCache(ttl=600, mode="always")), "Go.")
+    assert [r.status for r in fake.requests] == [200, 403, 200, 403, 200]
+    assert [(e.action, e.turn) for e in events if isinstance(e, CacheEvent)] == [
+        ("created", 1),
+        ("recreated", 2),
+        ("recreated", 3),
+    ]
+    assert len(fake.caches.created) == 3
+    _wire_ok(fake)
