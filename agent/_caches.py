@@ -49,6 +49,7 @@ __all__ = [
     "Prefix",
     "cached_request",
     "is_missing_cache",
+    "is_other_model",
     "min_cache_tokens",
     "prefix_of",
     "too_small",
@@ -96,6 +97,15 @@ def is_missing_cache(info: ErrorInfo) -> bool:
     """
     message = info.message.lower()
     return info.code in (403, 404) and ("cachedcontent" in message or "cached content" in message)
+
+
+def is_other_model(info: ErrorInfo) -> bool:
+    """Tell whether a call failed because it named a cache made for another model.
+
+    Gemini answers 400 "Model used by GenerateContent request (A) and CachedContent (B) has
+    to be the same." (a turn sent to a fallback model with the first model's cache).
+    """
+    return info.code == 400 and "and CachedContent" in info.message and "the same" in info.message
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ to live (`Cost.cache_storage`, counted by cost budgets too).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import sys
@@ -53,6 +54,7 @@ from agent._caches import (
     Prefix,
     cached_request,
     is_missing_cache,
+    is_other_model,
     min_cache_tokens,
     prefix_of,
     too_small,
@@ -479,10 +481,19 @@ class _CacheRun(RunCapability):
     ) -> ModelRequest | None:
         """Send a request whose cache is gone again: with the cache made again, once a turn.
 
-        If the cache made again is gone too (or cannot be made), the turn goes without one.
+        If the cache made again is gone too (or cannot be made), the turn goes without one;
+        so does a turn another capability sent to another model with this model's cache (a
+        fallback), which Gemini refuses.
         """
         sent = self.sent
-        if sent is None or request is not sent.cached or not is_missing_cache(info):
+        name = request.config.cached_content
+        if sent is None or name is None or name != sent.cached.config.cached_content:
+            return None
+        if is_other_model(info):
+            self.sent = None
+            original = dataclasses.replace(sent.original, model=request.model)
+            return with_documents(original, sent.documents)
+        if not is_missing_cache(info):
             return None
         self.sent = None
         prefix = sent.prefix

@@ -7,6 +7,7 @@ tools or a tool config (the pair Gemini refuses), and the fake refused none for 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ from agent import (
     Compaction,
     MemoryStore,
     ModelSettings,
+    RetryPolicy,
+    RunLimits,
     SqliteStore,
     Usage,
     UsageLimits,
 )
+from agent._capability import Capability, RunCapability
 from agent.capabilities import ContextCache, Hooks
 from agent.errors import ConfigurationError
 from agent.events import CacheEvent, DoneEvent, Event
 from agent.hooks import ModelRequest
-from agent.testing import FakeGemini, function_call, reply
+from agent.testing import FakeGemini, error, function_call, reply
 from agent.testing._caches import CONFLICT_MESSAGE
 from tests.agent._loop_support import KEY, echo_toolkit
 from toolnexus import Tool
@@ -599,3 +603,39 @@ async def test_a_cache_gone_again_in_a_later_turn_is_made_again_again():
     ]
     assert len(fake.caches.created) == 3
     _wire_ok(fake)
+
+
+class _ToPro(Capability):
+    """Sends a turn that failed for good to gemini-2.5-pro, as a model fallback would."""
+
+    def start(self, run: Any) -> RunCapability:
+        class Run(RunCapability):
+            sent = False
+
+            def failed(self, run: Any, request: ModelRequest, info: Any) -> ModelRequest | None:
+                if self.sent or info.code != 503:
+                    return None
+                self.sent = True
+                return dataclasses.replace(request, model="gemini-2.5-pro")
+
+        return Run()
+
+
+async def test_a_turn_sent_to_another_model_goes_without_the_first_models_cache():
+    fake = FakeGemini([error(503), "Done on pro."])
+    agent = _agent(
+        fake,
+        ContextCache(ttl=600, mode="always"),
+        capabilities=[_ToPro()],
+        limits=RunLimits(retry=RetryPolicy(attempts=1)),
+    )
+    result = await agent.run("Go.")
+    assert result.text == "Done on pro."
+    assert [(r.model, r.status) for r in fake.requests] == [
+        ("gemini-2.5-flash", 503),
+        ("gemini-2.5-pro", 400),  # the flash cache named in a pro request: refused
+        ("gemini-2.5-pro", 200),
+    ]
+    assert "has to be the same" in (fake.requests[1].error or "")
+    last = fake.requests[2].body
+    assert "cachedContent" not in last and "systemInstruction" in last and "tools" in last
