@@ -44,6 +44,7 @@ import logging
 import math
 import sys
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -266,7 +267,13 @@ class ContextCache(Capability):
         """Return the run's cache state (``None`` for a model without context caches)."""
         caches = getattr(run.model, "caches", None)
         if not isinstance(caches, Caches):
-            logger.info("ContextCache: %s has no context caches; requests go uncached", run.model)
+            # Not silently: a model seam without caches (another Model implementation)
+            # sends every request whole, which the user asked not to.
+            warnings.warn(
+                f"ContextCache: the model {type(run.model).__name__} has no context caches "
+                "(no `caches` attribute); this run's requests are sent without a cache",
+                stacklevel=2,
+            )
             return None
         return _CacheRun(self, caches)
 
