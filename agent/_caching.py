@@ -246,6 +246,10 @@ class ContextCache(Capability):
         self.documents = documents
         self.registry = _Registry()
         """The caches of every run this capability is part of."""
+        self.last_prefix: tuple[tuple[Any, ...], Prefix | None] | None = None
+        """The pieces of the last request read (by identity) and its prefix: the runs of an
+        agent share its config, so a large prefix (200 declarations take milliseconds to
+        hash) is read once, not once per run."""
         self._documents: Content | None = None
 
     def __repr__(self) -> str:
@@ -316,7 +320,7 @@ class _CacheRun(RunCapability):
         self.owner = owner
         self.registry = owner.registry
         self.caches = caches
-        self.memo: tuple[Any, Content | None, Prefix | None] | None = None
+        self.memo: tuple[tuple[Any, ...], Prefix | None] | None = None
         self.current: _Entry | None = None
         self.sent: _Sent | None = None
         self.recreated_at: int | None = None
@@ -342,12 +346,21 @@ class _CacheRun(RunCapability):
         return cached
 
     def _prefix(self, request: ModelRequest, documents: Content | None) -> Prefix | None:
-        """Return the request's prefix (read once per config: turns share theirs)."""
-        memo = self.memo
-        if memo is not None and memo[0] is request.config and memo[1] is documents:
-            return memo[2]
+        """Return the request's prefix (read once per config: turns and runs share theirs).
+
+        A config is known by the identity of its prefix's pieces, so one a hook changed
+        in place is read again.
+        """
+        config = request.config
+        tools = config.tools
+        pieces: tuple[Any, ...] = (request.model, config.system_instruction, tools)
+        pieces += (len(tools or ()), config.tool_config, documents)
+        for memo in (self.memo, self.owner.last_prefix):
+            if memo is not None and _same(memo[0], pieces):
+                self.memo = memo
+                return memo[1]
         prefix = prefix_of(request, documents)
-        self.memo = (request.config, documents, prefix)
+        self.memo = self.owner.last_prefix = (pieces, prefix)
         return prefix
 
     async def _entry(self, run: RunState, prefix: Prefix, turn: int) -> _Entry | None:
@@ -527,6 +540,13 @@ class _CacheRun(RunCapability):
         if self.current is not None:
             self.current.users -= 1
             self.current = None
+
+
+def _same(known: tuple[Any, ...], pieces: tuple[Any, ...]) -> bool:
+    """Tell whether two requests' prefix pieces are the very same objects (names, counts: equal)."""
+    return len(known) == len(pieces) and all(
+        a is b or (isinstance(a, int | str) and a == b) for a, b in zip(known, pieces, strict=True)
+    )
 
 
 def _record(value: Any) -> _Entry | None:

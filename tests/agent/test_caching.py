@@ -639,3 +639,22 @@ async def test_a_turn_sent_to_another_model_goes_without_the_first_models_cache(
     assert "has to be the same" in (fake.requests[1].error or "")
     last = fake.requests[2].body
     assert "cachedContent" not in last and "systemInstruction" in last and "tools" in last
+
+
+async def test_the_prefix_is_read_again_when_a_hook_changes_it_in_place():
+    def more_tools(request: ModelRequest) -> None:
+        if request.turn == 2:  # in place, on the config every request shares
+            tools = request.config.tools
+            extra = tools[0].function_declarations[0].model_copy(update={"name": "echo_two"})
+            tools.append(tools[0].model_copy(update={"function_declarations": [extra]}))
+
+    fake = FakeGemini(_turns(2))
+    hooks = Hooks(before_model=more_tools)
+    await _agent(fake, ContextCache(ttl=600, mode="always"), capabilities=[hooks]).run("Go.")
+    assert len(fake.caches.created) == 2
+    assert fake.caches.deleted == fake.caches.created[:1]  # the run left the first prefix
+    (live,) = fake.caches.caches.values()
+    assert [d["name"] for t in live.parts["tools"] for d in t["functionDeclarations"]] == [
+        "echo",
+        "echo_two",
+    ]
