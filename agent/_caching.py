@@ -44,7 +44,6 @@ import logging
 import math
 import sys
 import time
-import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -267,18 +266,21 @@ class ContextCache(Capability):
                 f"price table has no cache prices for {shape.model!r}; use mode='always'"
             )
 
-    def start(self, run: RunState) -> RunCapability | None:
-        """Return the run's cache state (``None`` for a model without context caches)."""
+    def start(self, run: RunState) -> RunCapability:
+        """Return the run's cache state.
+
+        Raises:
+            ConfigurationError: The run's model calls go through a model seam without
+                context caches (the Gemini Batch engine's: a job runs hours after it is
+                sent, past a cache's life).
+        """
         caches = getattr(run.model, "caches", None)
         if not isinstance(caches, Caches):
-            # Not silently: a model seam without caches (another Model implementation)
-            # sends every request whole, which the user asked not to.
-            warnings.warn(
-                f"ContextCache: the model {type(run.model).__name__} has no context caches "
-                "(no `caches` attribute); this run's requests are sent without a cache",
-                stacklevel=2,
+            raise ConfigurationError(
+                f"ContextCache does not apply to runs whose model calls go through "
+                f"{type(run.model).__name__}, which has no context caches; give that "
+                "agent no ContextCache"
             )
-            return None
         return _CacheRun(self, caches)
 
     def minimum(self, model: str) -> int:

@@ -88,3 +88,22 @@ def test_the_context_cache_probe_compares_one_run_without_and_with() -> None:
     assert all(w < p / 10 for w, p in zip(cached["bytes"], plain["bytes"], strict=True))
     assert cached["usd"] < plain["usd"] and cached["storage_usd"] > 0
     assert "context cache: 200 tools, 30 turns" in bench.table({"scenarios": {}, "caching": data})
+
+
+@pytest.mark.timeout(300)
+def test_bench_batch_api_probe_runs_both_runners() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "_bench_batchapi.py"), "20"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["tasks"] == 20 and data["jobs"] == 1 and data["fake_failures"] == []
+    for side in ("local", "gemini_batch"):
+        assert data[side]["wall_s"] > 0 and data[side]["cpu_s"] > 0
+    assert data["cpu_ratio"] == pytest.approx(
+        data["gemini_batch"]["cpu_s"] / data["local"]["cpu_s"]
+    )

@@ -31,6 +31,12 @@ EXPECTED = {
         "  6 requests, $0.003826, 4,803 characters of request bodies",
         "  6 requests, $0.017008, 222,381 characters of request bodies",
     ],
+    "gemini_batch.py": [
+        "batches/fakebatch000002: 3 requests sent (inline)",
+        "oslo: It is rain, 12 C. ($0.00110, 2 turns)",
+        "the same task, direct: $0.00220",
+        "run again: It is rain, 12 C. with 2 jobs in all",
+    ],
 }
 
 

@@ -15,6 +15,7 @@ import httpx
 
 from agent._known_models import known_models, retired
 from agent.errors import AgentError
+from agent.testing._batches import BatchStore
 from agent.testing._caches import CacheStore
 from agent.testing._files import FileStore
 from agent.testing._render import render_reply, split_stream, sse_event
@@ -64,8 +65,9 @@ class RecordedRequest:
     """``v1``, ``v1beta`` (``""`` when the path is not a Gemini path)."""
     model: str
     """The model named in the path, without ``models/``."""
-    kind: Literal["unary", "stream"]
-    """``unary`` for ``generateContent``, ``stream`` for ``streamGenerateContent``."""
+    kind: Literal["unary", "stream", "batch"]
+    """``unary`` for ``generateContent``, ``stream`` for ``streamGenerateContent``, ``batch``
+    for a request of a batch job (recorded when the job runs)."""
     body: Any
     """The parsed JSON body with every protocol key in camelCase (user data untouched)."""
     headers: dict[str, str]
@@ -135,7 +137,7 @@ def _unknown_model(record: RecordedRequest) -> Outcome:
             f"code to use models/{successor}."
         )
     else:
-        method = "streamGenerateContent" if record.kind == "stream" else "generateContent"
+        method = _METHOD_OF[record.kind]
         message = (
             f"models/{record.model} is not found for API version {record.api_version}, or is "
             f"not supported for {method}. Call ListModels to see the list of available "
@@ -143,6 +145,12 @@ def _unknown_model(record: RecordedRequest) -> Outcome:
         )
     return _error_outcome(404, "NOT_FOUND", message)
 
+
+_METHOD_OF = {
+    "unary": "generateContent",
+    "stream": "streamGenerateContent",
+    "batch": "batchGenerateContent",
+}
 
 _Entry = Reply | ErrorReply | Delayed | Checked
 _JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
@@ -274,10 +282,13 @@ class FakeGemini:
         }
         """The model names this fake serves (any other gets ``404 NOT_FOUND``)."""
         self.requests: list[RecordedRequest] = []
-        """Every model request received, in order (Files API and cache requests are in
-        ``files`` and ``caches``)."""
+        """Every model request received, in order (Files API requests are in ``files``,
+        Batch API requests in ``batches``, context-cache requests in ``caches``; a batch
+        job's own requests are recorded here, kind ``batch``, when the job runs)."""
         self.files = FileStore()
         """The Files API: uploaded files, their requests, how long they stay processing."""
+        self.batches = BatchStore()
+        """The Batch API: its jobs, how they progress and end, its requests."""
         self.caches = CacheStore()
         """Context caches (``cachedContents``): the live ones, their requests, the clock."""
         self.failures: list[str] = []
@@ -423,10 +434,55 @@ class FakeGemini:
         with self._state.lock:
             if self.files.owns(path):
                 return self.files.handle(method, path, query, headers, raw, self._check_key)
+            if self.batches.owns(path):
+                return self._handle_batches(method, path, query, headers, raw)
             if self.caches.owns(path):
                 refused = self._check_key(headers, query)
                 return refused or self.caches.handle(method, path, query, raw, self._check_cache)
             return self._handle_locked(method, path, query, headers, raw)
+
+    def _handle_batches(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
+    ) -> Outcome:
+        def models(model: str) -> Outcome | None:
+            if not self.strict or model in self.models:
+                return None
+            version = path.split("/")[1]
+            return _unknown_model(RecordedRequest(0, path, version, model, "batch", None, {}))
+
+        return self.batches.handle(
+            method,
+            path,
+            query,
+            raw,
+            check_key=lambda: self._check_key(headers, query),
+            models=models,
+            files=self.files,
+            answer=self._answer_batched,
+        )
+
+    def _answer_batched(self, api_version: str, model: str, body: Any) -> Outcome:
+        """Answer one request of a batch job as ``generateContent`` would (checks, script)."""
+        path = f"/{api_version}/models/{model}:batchGenerateContent"
+        record = RecordedRequest(len(self.requests), path, api_version, model, "batch", body, {})
+        self.requests.append(record)
+        outcome = self._play_batched(record, body, model)
+        record.status = outcome.status
+        if outcome.status != 200:
+            record.error = json.loads(outcome.chunks[0]).get("error", {}).get("message")
+        return outcome
+
+    def _play_batched(self, record: RecordedRequest, body: Any, model: str) -> Outcome:
+        """Check and play one request of a batch job (a cache it names, as generateContent)."""
+        expanded = self.caches.expand(body, model)
+        if isinstance(expanded, Outcome):
+            return expanded
+        seen, cached = expanded
+        refused = self._refused(record, seen)
+        if refused is not None:
+            return refused
+        value = self._next_reply(record, seen)
+        return value if isinstance(value, Outcome) else self._emit(value, record, False, cached)
 
     def _handle_locked(
         self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes

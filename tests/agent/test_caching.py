@@ -658,3 +658,14 @@ async def test_the_prefix_is_read_again_when_a_hook_changes_it_in_place():
         "echo",
         "echo_two",
     ]
+
+
+async def test_the_gemini_batch_engine_refuses_a_context_cache():
+    """A batch job runs hours after it is sent, past a cache's life: refused, not dropped."""
+    from agent.batch import GeminiBatch
+
+    fake = FakeGemini(["Done."])
+    agent = _agent(fake, ContextCache(ttl=600, mode="always"))
+    with pytest.raises(ConfigurationError, match="does not take an agent with a ContextCache"):
+        await GeminiBatch(poll_interval=0).run(agent, {"t1": "Go."})
+    assert fake.caches.requests == [] and fake.batches.created == 0
