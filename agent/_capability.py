@@ -9,7 +9,8 @@ fixed points, each a no-op unless overridden:
   rewrites the transcript, hooks rewrite or veto the request);
 - `RunCapability.attempt`: around each attempt of a model call (tracing spans);
 - `RunCapability.failed`: a model call failed for good (after its retries); return another
-  request to send once instead (service tiers fall back from a shed ``flex`` request);
+  request to send once instead (service tiers fall back from a shed ``flex`` request; the
+  context cache makes its expired cache again), directly or from a coroutine;
 - `RunCapability.received`: each response as it arrives, before it is classified (hooks
   replace or veto it; built-in tools report what they did);
 - `RunCapability.review`: the step `decide` chose for a response (typed output accepts or
@@ -25,6 +26,7 @@ protocol is private while the features written against it live in this package.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -128,12 +130,15 @@ class RunCapability:
         """Wrap one attempt of a model call (a failed attempt raises through the block)."""
         yield _NO_SPAN
 
-    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+    def failed(
+        self, run: RunState, request: ModelRequest, info: ErrorInfo
+    ) -> ModelRequest | Awaitable[ModelRequest | None] | None:
         """Return a request to send instead of failing the run, or ``None`` to let it fail.
 
         Called when a model call failed for good (not retryable, or out of retries). The
         request returned is sent as a new call (under the retry policy); if that fails too,
-        the capabilities are asked again, so return ``None`` for a request you made.
+        the capabilities are asked again, so return ``None`` for a request you made. An
+        ``async def failed`` may do I/O first (make a resource again).
         """
         return None
 
@@ -210,10 +215,14 @@ class Chain:
         with contextlib.ExitStack() as stack:
             yield [stack.enter_context(c.attempt(run, request, stream)) for c in self._attempt]
 
-    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+    async def failed(
+        self, run: RunState, request: ModelRequest, info: ErrorInfo
+    ) -> ModelRequest | None:
         """Return the first request a capability would send instead of failing, if any."""
         for capability in self._failed:
             again = capability.failed(run, request, info)
+            if inspect.isawaitable(again):
+                again = await again
             if again is not None:
                 return again
         return None

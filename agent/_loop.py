@@ -212,7 +212,7 @@ class Run:
                 yield item
         if failure is None:
             return
-        again = self.chain.failed(self.state, request, failure.info)
+        again = await self.chain.failed(self.state, request, failure.info)
         if again is None:
             raise self._model_error(failure.info, failure.attempts)
         for event in self.state.outbox.drain():

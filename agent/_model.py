@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Se
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._api_errors import translate, unreadable
+from agent._caches import Caches
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
 from agent._media import upload_over_limit
@@ -145,6 +146,8 @@ class GeminiModel:
         """The SDK client and the HTTP pieces the agent owns."""
         self.api_key = api_key_of(clients.genai)
         """The key the client sends; scrubbed from every error message and log line."""
+        self.caches = Caches(clients.genai, self.api_key, self.base_url)
+        """The account's context caches (``cachedContents``), for `ContextCache`."""
 
     @classmethod
     def build(

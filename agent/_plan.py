@@ -81,8 +81,11 @@ def capabilities_of(
     Raises:
         ConfigurationError: Two capabilities of one kind, or something that is not one.
     """
+    from agent._caching import ContextCache
+
     chosen = _by_kind(given)
     hooks = chosen.pop(Hooks, None)
+    cache = chosen.pop(ContextCache, None)
     own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
@@ -109,6 +112,9 @@ def capabilities_of(
         output,
         # Approval: the last wrapper before the tool runs.
         Approval(approval),
+        # Context cache last: the request as every other capability left it moves its
+        # prefix (system instruction, tools, tool config) into a cache just before it goes.
+        cache if isinstance(cache, ContextCache) else None,
     ]
     return [capability for capability in listed if capability is not None]
 
@@ -279,6 +285,7 @@ class RunPlan:
                 name=self.name,
             )
             state.archive = opened.archive
+            state.session_metadata = opened.metadata
             if opened.contents is not None:
                 # The session's saved dicts stand for their Contents: a save after this
                 # run's first turn writes that turn only, and compaction's estimate starts

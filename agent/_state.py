@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent._contents import to_dict
-from agent._cost import Cost, call_usd, run_cost, with_subagents
+from agent._cost import Cost, call_usd, run_cost, with_storage, with_subagents
 from agent._decide import Streaks
 from agent._result import RunResult, Usage
 from agent.events import Event, UsageEvent
@@ -166,6 +166,11 @@ class RunState:
     """The events waiting to be yielded."""
     archive: list[dict[str, Any]] = field(default_factory=list, init=False)
     """Contents compaction replaced, in the form they had then (the session keeps them)."""
+    session_metadata: dict[str, Any] = field(default_factory=dict, init=False)
+    """Metadata capabilities keep with the session (a context cache's name and expiry),
+    loaded with it and saved with every turn; empty without a session."""
+    cache_storage: float = field(default=0.0, init=False)
+    """Dollars of context-cache storage this run paid for (see `bill_storage`)."""
     call_model: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = field(
         default=None, init=False
     )
@@ -277,6 +282,15 @@ class RunState:
             tally.usd = None if usd is None or tally.usd is None else tally.usd + usd
             run = run.parent
 
+    def bill_storage(self, usd: float) -> None:
+        """Count dollars of context-cache storage, in this run's cost and every tally."""
+        self.cache_storage += usd
+        run: RunState | None = self
+        while run is not None:
+            tally = run.tally
+            tally.usd = None if tally.usd is None else tally.usd + usd
+            run = run.parent
+
     def cost(self) -> Cost:
         """Return the run's cost so far, its finished sub-agents' included."""
         own = run_cost(
@@ -286,7 +300,7 @@ class RunState:
             tiers=self.turn_tiers,
             extra_tiers=self.extra_tiers,
         )
-        return with_subagents(own, self.subagent_costs)
+        return with_subagents(with_storage(own, self.cache_storage), self.subagent_costs)
 
     # -- the result -----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from agent._builtin_tools import CodeRun, Grounding
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from toolnexus import Request, ToolResult
 
 __all__ = [
+    "CacheEvent",
     "CodeExecutionEvent",
     "Compacted",
     "DoneEvent",
@@ -224,6 +225,42 @@ class TierFallbackEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheEvent:
+    """The run's context cache (`agent.capabilities.ContextCache`) changed.
+
+    ``action`` says how: ``"created"`` (made for the run's prefix), ``"found"`` (one made
+    earlier, named by the session or listed by the server, taken up), ``"extended"`` (its
+    life renewed before it ran out), ``"recreated"`` (it was gone, expired or deleted: made
+    again and the turn sent again), ``"deleted"`` (the cache of a prefix the conversation
+    left) or ``"failed"`` (it could not be made or renewed: the request goes without it).
+    """
+
+    action: Literal["created", "found", "extended", "recreated", "deleted", "failed"]
+    """What happened."""
+    name: str | None
+    """The cache (``cachedContents/...``); ``None`` when none could be made."""
+    tokens: int = 0
+    """Its size in tokens."""
+    expires: float | None = None
+    """When it expires, in seconds since the epoch (``None`` when deleted or failed)."""
+    turn: int = 0
+    """The model turn about to be sent."""
+    reason: str | None = None
+    """Why it was recreated or failed (the API's message)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "action": self.action,
+            "name": self.name,
+            "tokens": self.tokens,
+            "expires": self.expires,
+            "turn": self.turn,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -238,6 +275,7 @@ Event = (
     | PendingEvent
     | RetryEvent
     | TierFallbackEvent
+    | CacheEvent
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent

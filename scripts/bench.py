@@ -320,6 +320,51 @@ def bench_mcp(calls: int) -> dict[str, Any] | None:
     return _probe_script("_bench_mcp.py", str(calls))
 
 
+def bench_caching() -> dict[str, Any]:
+    """Run the context-cache probe (200 tools, 30 turns, without and with) in a fresh process."""
+    return _probe_script("_bench_caching.py")
+
+
+def _mcp_lines(served: dict[str, Any]) -> list[str]:
+    """Render the MCP server probe: server CPU and round trip per call, ours vs the bare SDK."""
+    lines = ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
+    for era, label in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
+        m = served[era]
+        lines.append(
+            f"  {label}  server CPU {m['cpu_ms']['bare']:.2f} -> {m['cpu_ms']['ours']:.2f} ms "
+            f"({m['cpu_ratio']:.2f}x); round trip p50 {m['round_trip_ms']['bare']:.2f} -> "
+            f"{m['round_trip_ms']['ours']:.2f} ms ({m['round_trip_ratio']:.2f}x)"
+        )
+    return lines
+
+
+def _caching_lines(caching: dict[str, Any]) -> list[str]:
+    """Render the context-cache probe: request bytes and dollars per turn, without and with."""
+    plain, cached = caching["without"], caching["with"]
+    lines = [
+        "",
+        f"context cache: {caching['tools']} tools, {caching['turns']} turns on "
+        f"{caching['model']}, without vs ContextCache(ttl=600) (the fake's 4-chars-a-token "
+        "usage, the price table's dollars)",
+        f"{'turn':>6} {'bytes without':>14} {'bytes with':>11} {'$ without':>10} {'$ with':>10}",
+    ]
+    for turn in (1, 2, 3, 5, 10, 15, 20, 25, 30):
+        i = turn - 1
+        lines.append(
+            f"{turn:>6} {plain['bytes'][i]:>14,} {cached['bytes'][i]:>11,} "
+            f"{plain['turn_usd'][i]:>10.6f} {cached['turn_usd'][i]:>10.6f}"
+        )
+    lines += [
+        f"{'total':>6} {sum(plain['bytes']):>14,} {sum(cached['bytes']):>11,} "
+        f"{plain['usd']:>10.6f} {cached['usd']:>10.6f}  (with: storage "
+        f"${cached['storage_usd']:.6f} included, net saving ${cached['saving_usd']:.6f})",
+        f"{'':6} with/without: bytes {caching['bytes_ratio']:.3f}, dollars "
+        f"{caching['usd_ratio']:.3f}; cache calls {', '.join(cached['cache_calls'])} "
+        f"(one cache of {', '.join(f'{t:,}' for t in cached['cache_tokens'])} tokens)",
+    ]
+    return lines
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -457,14 +502,10 @@ def table(results: dict[str, Any]) -> str:
         lines += _growth_lines(growth)
     served = results.get("mcp")
     if served:
-        lines += ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
-        for era, label in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
-            m = served[era]
-            lines.append(
-                f"  {label}  server CPU {m['cpu_ms']['bare']:.2f} -> {m['cpu_ms']['ours']:.2f} ms "
-                f"({m['cpu_ratio']:.2f}x); round trip p50 {m['round_trip_ms']['bare']:.2f} -> "
-                f"{m['round_trip_ms']['ours']:.2f} ms ({m['round_trip_ratio']:.2f}x)"
-            )
+        lines += _mcp_lines(served)
+    caching = results.get("caching")
+    if caching:
+        lines += _caching_lines(caching)
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -552,6 +593,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-mcp", action="store_true", help="skip the MCP server probe (ours vs the bare SDK)"
     )
     parser.add_argument(
+        "--no-caching",
+        action="store_true",
+        help="skip the context-cache probe (200 tools, 30 turns, without and with a cache)",
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
@@ -610,6 +656,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_mcp:
                 print("probing the MCP server...", file=sys.stderr, flush=True)
                 results["mcp"] = bench_mcp(10 * (args.runs if args.runs is not None else 20))
+            if not args.no_caching:
+                print("probing a context cache...", file=sys.stderr, flush=True)
+                results["caching"] = bench_caching()
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)

@@ -31,6 +31,12 @@ EXPECTED = {
         "agent: You asked me to save a draft and a final version.",
         "files: ['final.txt']",
     ],
+    "context_cache.py": [
+        "  cache created: cachedContents/fakecache0001 (9,070 tokens)",
+        "  Is product 5 in stock? -> Found it: product 5: fine (from desk 5)",
+        "  6 requests, $0.003826, 4,803 characters of request bodies",
+        "  6 requests, $0.017008, 222,381 characters of request bodies",
+    ],
     "gemini_batch.py": [
         "batches/fakebatch000002: 3 requests sent (inline)",
         "oslo: It is rain, 12 C. ($0.00110, 2 turns)",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import httpx
 
     from agent import Agent, ApprovalPolicy, ModelSettings, Store
+    from agent.capabilities import ContextCache
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentFactory",
     "add_subagents",
+    "flag_cache",
     "flag_settings",
     "make_agent",
     "open_agents",
@@ -57,6 +59,8 @@ class AgentFactory:
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
     settings: ModelSettings | None = None
     """The model settings of the flags (``--service-tier``), if any."""
+    cache: ContextCache | None = None
+    """The context cache of ``--cache``, shared by every agent the factory makes."""
 
     def make(
         self,
@@ -68,11 +72,13 @@ class AgentFactory:
     ) -> Agent:
         """Return an `Agent` on the shared client (see `make_agent` for the options).
 
-        ``model`` and ``builtin_tools`` default to the factory's (the command's flags).
+        ``model``, ``builtin_tools`` and the context cache (``cache``) default to the
+        factory's (the command's flags).
 
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
         """
+        cache = options.pop("cache", self.cache)
         return make_agent(
             toolkit,
             http=self.http,
@@ -80,7 +86,7 @@ class AgentFactory:
             scripted=self.fake is not None,
             model=model or self.model,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
-            **{"settings": self.settings, **options},
+            **{"settings": self.settings, "cache": cache, **options},
         )
 
     def report(self, err: TextIO) -> None:
@@ -105,6 +111,7 @@ def make_agent(
     approval: ApprovalPolicy | None = None,
     builtin_tools: Sequence[str] = (),
     settings: ModelSettings | None = None,
+    cache: ContextCache | None = None,
 ) -> Agent:
     """Return the `Agent` of a command: every subcommand's agents are made here.
 
@@ -122,6 +129,7 @@ def make_agent(
         approval: The approval policy (``--approval``), if any.
         builtin_tools: Gemini's own tools (``--builtin-tool``).
         settings: The model settings (``--service-tier``), if any.
+        cache: The context cache (``--cache``), if any.
 
     Raises:
         CliError: The agent's options are wrong (its `ConfigurationError`).
@@ -145,9 +153,27 @@ def make_agent(
             output_type=output_type,
             approval=approval,
             builtin_tools=builtin_tools,
+            capabilities=[cache] if cache is not None else [],
         )
     except ConfigurationError as exc:
         raise CliError(f"toolnexus-agent: {exc}") from None
+
+
+def flag_cache(args: argparse.Namespace) -> ContextCache | None:
+    """Return a `ContextCache` for ``--cache TTL`` / ``--cache-mode``, if asked for.
+
+    Raises:
+        CliError: ``--cache-mode`` without ``--cache``.
+    """
+    ttl = getattr(args, "cache", None)
+    mode = getattr(args, "cache_mode", None)
+    if ttl is None:
+        if mode is not None:
+            raise CliError("toolnexus-agent: --cache-mode needs --cache TTL")
+        return None
+    from agent.capabilities import ContextCache
+
+    return ContextCache(ttl=ttl, mode=mode or "auto")
 
 
 def flag_settings(args: argparse.Namespace) -> ModelSettings | None:
@@ -189,11 +215,13 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
 
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
     settings = flag_settings(args)
+    cache = flag_cache(args)
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
-            yield AgentFactory(args.model or DEFAULT_MODEL, http, None, None, builtin, settings)
+            model = args.model or DEFAULT_MODEL
+            yield AgentFactory(model, http, None, None, builtin, settings, cache)
         return
     import yaml
 
@@ -210,7 +238,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings)
+        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings, cache)
 
 
 @contextlib.asynccontextmanager
@@ -249,6 +277,7 @@ async def with_subagents(
         api_key=factory.api_key,
         http=factory.http,
         approval=policy,
+        cache=factory.cache,
     )
 
 
@@ -260,8 +289,11 @@ async def add_subagents(
     api_key: str | None,
     http: httpx.AsyncClient,
     approval: ApprovalPolicy,
+    cache: ContextCache | None = None,
 ) -> Toolkit:
     """Return ``toolkit`` with the sub-agents of ``--agents DIR`` added, on ``http``.
+
+    The sub-agents share ``cache`` (``--cache``) with the main agent, if any.
 
     Raises:
         CliError: An agent file is invalid (with ``--strict``) or clashes with a tool.
@@ -280,6 +312,7 @@ async def add_subagents(
             strict=getattr(args, "strict", False),
             client=ClientSettings(api_key=api_key, http_client=http),
             approval=approval,
+            capabilities=[cache] if cache is not None else [],
         )
     except ConfigurationError as exc:
         raise CliError(f"--agents: {exc}") from None

@@ -6,6 +6,7 @@ Declaring a flag imports nothing heavy, so ``toolnexus-agent --help`` stays fast
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from agent.cli._exits import CliError
@@ -13,6 +14,7 @@ from agent.cli._exits import CliError
 __all__ = [
     "add_agent_flags",
     "add_toolkit_flags",
+    "duration",
     "read_system",
     "reason",
 ]
@@ -107,6 +109,20 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         "more at this tier instead of failing",
     )
     group.add_argument(
+        "--cache",
+        type=duration,
+        metavar="TTL",
+        help="keep the system prompt and tools in a Gemini context cache that lives TTL "
+        "(600, 90s, 10m, 1h) and is extended while in use; cached input costs a tenth, "
+        "storage is billed per hour (see --cache-mode)",
+    )
+    group.add_argument(
+        "--cache-mode",
+        choices=("auto", "always"),
+        help="with --cache: auto (the default) makes a cache once its uses within TTL pay "
+        "for its storage; always whenever the prefix is large enough",
+    )
+    group.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -145,6 +161,21 @@ def check_session_flags(args: argparse.Namespace, *, store_needs_session: bool =
             "--store needs --session ID (the conversation to keep in it); without --session "
             "nothing would be stored"
         )
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h)?")
+_UNIT = {None: 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """Read a duration: seconds (``600``, ``90s``), minutes (``10m``) or hours (``1h``)."""
+    found = _DURATION.fullmatch(text.strip().lower())
+    seconds = float(found[1]) * _UNIT[found[2]] if found else 0.0
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration such as 600, 90s, 10m or 1h, got {text!r}"
+        )
+    return seconds
 
 
 def _positive(text: str) -> int:
