@@ -454,42 +454,7 @@ def table(results: dict[str, Any]) -> str:
         f"{'req p95':>8} {'init':>8} {'rss MiB':>8}",
     ]
     for name, r in results["scenarios"].items():
-        for impl in ("floor", "ours"):
-            x = r[impl]
-            lines.append(
-                f"{name:8} {impl:5} {x['run_ms']['p50']:8.2f}ms {x['run_ms']['p95']:8.2f}ms "
-                f"{x['request_ms']['p50']:7.2f}ms {x['request_ms']['p95']:7.2f}ms "
-                f"{x['init_ms']:6.1f}ms {x['maxrss_mib']:8.1f}"
-            )
-        if name == "long":
-            lines.append(
-                f"{'':8} last 10 turns p50: floor {r['floor']['last10_ms']['p50']:.2f} ms, "
-                f"ours {r['ours']['last10_ms']['p50']:.2f} ms "
-                f"(first 10: floor {r['floor']['first10_ms']['p50']:.2f}, "
-                f"ours {r['ours']['first10_ms']['p50']:.2f})"
-            )
-        if r.get("rounds", 1) > 1:
-            shown = ", ".join(f"{x:.3f}" for x in r["ratios"])
-            lines.append(f"{'':8} rounds (each on new processes): {shown}; the median round above")
-        lines.append(
-            f"{'':8} ratio ({r['ratio_of']}) {r['ratio']:.3f} x floor "
-            f"({r['net_ratio']:.3f} without the fake's time), target <= "
-            f"{r['target']:.2f}: {_mark(r['met'])}; fake server {r['server_request_ms']['p50']:.2f}"
-            f" ms/request p50 ({r['server_request_ms']['p95']:.2f} p95)"
-        )
-        if "rss_extra_mib" in r:
-            lines.append(
-                f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
-                f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
-            )
-        if "cold_extra_ms" in r:
-            extra = r.get("cold_extra_median_ms", r["cold_extra_ms"])
-            lines.append(
-                f"{'':8} new process, import + init + first run: floor "
-                f"{r['floor']['cold_ms']:.0f} ms, ours {r['ours']['cold_ms']:.0f} ms; ours = "
-                f"floor {extra:+.0f} ms (median over rounds), target <= "
-                f"+{FIRST_RUN_EXTRA_MS:.0f}: {_mark(r['cold_met'])}"
-            )
+        lines += _scenario_lines(name, r)
     tracing = results.get("tracing")
     if tracing:
         p50 = tracing["run_ms_p50"]
@@ -544,23 +509,66 @@ def table(results: dict[str, Any]) -> str:
         lines += _bench_durable.table(results["durable"])
     if "batch_api" in results:
         lines += _bench_batchapi.table(results["batch_api"])
-    tk = results.get("toolkit")
-    if tk:
-        b, d = tk["build"], tk["discover"]
-        lines += [
-            f"default toolkit     first {b['first_ns'] / 1e6:6.1f} ms, repeated "
-            f"{b['repeat_ns'] / 1e6:6.1f} ms; target <= {BUILD_MS:.0f} ms: {_mark(b['met'])}",
-            f"1,000 skills        first {d['first_ns'] / 1e6:6.1f} ms, repeated "
-            f"{d['repeat_ns'] / 1e6:6.1f} ms ({d['found']} found); target <= "
-            f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
-        ]
-        a = tk["agents"]
-        lines.append(
-            f"100 agent files     first {a['first_ns'] / 1e6:6.1f} ms, repeated "
-            f"{a['repeat_ns'] / 1e6:6.1f} ms ({a['found']} loaded); target <= "
-            f"{AGENT_FILES_S:.0f} s: {_mark(a['met'])}"
-        )
+    if "toolkit" in results:
+        lines += _toolkit_lines(results["toolkit"])
     return "\n".join(lines)
+
+
+def _scenario_lines(name: str, r: dict[str, Any]) -> list[str]:
+    """Render one scenario: both sides, its rounds, the ratio and the pair-only figures."""
+    lines: list[str] = []
+    for impl in ("floor", "ours"):
+        x = r[impl]
+        lines.append(
+            f"{name:8} {impl:5} {x['run_ms']['p50']:8.2f}ms {x['run_ms']['p95']:8.2f}ms "
+            f"{x['request_ms']['p50']:7.2f}ms {x['request_ms']['p95']:7.2f}ms "
+            f"{x['init_ms']:6.1f}ms {x['maxrss_mib']:8.1f}"
+        )
+    if name == "long":
+        lines.append(
+            f"{'':8} last 10 turns p50: floor {r['floor']['last10_ms']['p50']:.2f} ms, "
+            f"ours {r['ours']['last10_ms']['p50']:.2f} ms "
+            f"(first 10: floor {r['floor']['first10_ms']['p50']:.2f}, "
+            f"ours {r['ours']['first10_ms']['p50']:.2f})"
+        )
+    if r.get("rounds", 1) > 1:
+        shown = ", ".join(f"{x:.3f}" for x in r["ratios"])
+        lines.append(f"{'':8} rounds (each on new processes): {shown}; the median round above")
+    lines.append(
+        f"{'':8} ratio ({r['ratio_of']}) {r['ratio']:.3f} x floor "
+        f"({r['net_ratio']:.3f} without the fake's time), target <= "
+        f"{r['target']:.2f}: {_mark(r['met'])}; fake server {r['server_request_ms']['p50']:.2f}"
+        f" ms/request p50 ({r['server_request_ms']['p95']:.2f} p95)"
+    )
+    if "rss_extra_mib" in r:
+        lines.append(
+            f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
+            f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
+        )
+    if "cold_extra_ms" in r:
+        extra = r.get("cold_extra_median_ms", r["cold_extra_ms"])
+        lines.append(
+            f"{'':8} new process, import + init + first run: floor "
+            f"{r['floor']['cold_ms']:.0f} ms, ours {r['ours']['cold_ms']:.0f} ms; ours = "
+            f"floor {extra:+.0f} ms (median over rounds), target <= "
+            f"+{FIRST_RUN_EXTRA_MS:.0f}: {_mark(r['cold_met'])}"
+        )
+    return lines
+
+
+def _toolkit_lines(tk: dict[str, Any]) -> list[str]:
+    """Render the toolkit build, skill discovery and agent-file probes."""
+    b, d, a = tk["build"], tk["discover"], tk["agents"]
+    return [
+        f"default toolkit     first {b['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{b['repeat_ns'] / 1e6:6.1f} ms; target <= {BUILD_MS:.0f} ms: {_mark(b['met'])}",
+        f"1,000 skills        first {d['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{d['repeat_ns'] / 1e6:6.1f} ms ({d['found']} found); target <= "
+        f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
+        f"100 agent files     first {a['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{a['repeat_ns'] / 1e6:6.1f} ms ({a['found']} loaded); target <= "
+        f"{AGENT_FILES_S:.0f} s: {_mark(a['met'])}",
+    ]
 
 
 def _growth_lines(growth: dict[str, Any]) -> list[str]:
