@@ -28,6 +28,8 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
             "2",
             "--warmup",
             "1",
+            "--rounds",
+            "1",
             "--scenarios",
             "pair",
             "--no-micro",
