@@ -487,7 +487,7 @@ class FakeGemini:
     def _refused(self, record: RecordedRequest) -> Outcome | None:
         """Return the answer to a request the API would refuse (strict) or shed (flex)."""
         if self.strict:
-            problem = check_request(record.body, self._state.book, record.model)
+            problem = check_request(record.body, self._state.book, record.model, models=self.models)
             problem = problem or _tier_problem(record.body)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
@@ -576,7 +576,7 @@ class FakeGemini:
             model=record.model,
             response_id=f"fake-{record.index}",
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
-            new_signature=self._state.book.sign,
+            new_signature=lambda part: self._state.book.sign(part, record.model),
             sign_text=self.sign_text,
         )
         candidates = body.get("candidates") or [{}]
