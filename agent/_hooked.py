@@ -8,6 +8,7 @@ call itself; ``after_tool`` may replace the result. See `agent.hooks` for the co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from agent._calls import call_hook
@@ -66,7 +67,10 @@ class _ModelHooks(RunCapability):
         changed = await call_hook(run, "after_model", hook, request, response.raw)
         if isinstance(changed, Veto):
             return Vetoed(changed.reason)
-        return response if changed is None else run.model.parse(changed)
+        if changed is None:
+            return response
+        # The replacement stands for the same call: it keeps the model that answered it.
+        return dataclasses.replace(run.model.parse(changed), model=response.model)
 
 
 class _ToolHooks(RunCapability):

@@ -261,7 +261,7 @@ class Run:
                 elif isinstance(item, RetryEvent | TierFallbackEvent):
                     self.state.emit(item)
         assert response is not None
-        self.state.count_extra(response.usage, response.service_tier)
+        self.state.count_extra(response.usage, response.service_tier, response.model)
         return response
 
     def _model_error(self, info: ErrorInfo, attempts: int) -> ModelError:
