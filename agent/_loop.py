@@ -41,6 +41,7 @@ from agent.errors import ModelError
 from agent.events import (
     DoneEvent,
     Event,
+    FallbackEvent,
     PendingEvent,
     RetryEvent,
     TierFallbackEvent,
@@ -258,7 +259,7 @@ class Run:
             async for item in items:
                 if isinstance(item, ModelResponse):
                     response = item
-                elif isinstance(item, RetryEvent | TierFallbackEvent):
+                elif isinstance(item, RetryEvent | TierFallbackEvent | FallbackEvent):
                     self.state.emit(item)
         assert response is not None
         self.state.count_extra(response.usage, response.service_tier, response.model)
