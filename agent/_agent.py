@@ -24,6 +24,7 @@ from agent._routing import ModelChain, Routing
 from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
 from agent._tiers import ServiceTiers, client_for_tier
+from agent._turns import StopAtTools, TurnPolicy
 from agent.errors import AgentError, ConfigurationError
 from agent.events import Event
 from agent.hooks import Hooks
@@ -177,6 +178,8 @@ class Agent:
             compaction=compaction,
             tiers=ServiceTiers.of(settings),
             routing=routing,
+            turns=TurnPolicy.of(settings, limits, typed),
+            stop=StopAtTools.of(limits),
         )
         shape = RequestShape(model, self.toolkit, declarations, dict(settings.config or {}))
         for capability in features:

@@ -185,8 +185,9 @@ class Run:
             return
         for event in state.outbox.drain():
             yield event
-        if step.then is not None:
-            yield await self.end(self._stopped(step.then))
+        then = step.then or self.chain.ran(state)
+        if then is not None:
+            yield await self.end(self._stopped(then))
             return
         ran = [record.result for record in state.tool_calls[-len(step.calls) :]]
         state.streaks = record_results(state.streaks, step.calls, ran)

@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent._capability import Capability, RunCapability
+from agent._contents import with_thinking
 from agent._retry import label
 from agent._settings import thinking_for
 from agent._signatures import SignatureLedger, is_signature_refusal
@@ -172,9 +173,7 @@ def _thinking_fit(model: str, config: Any) -> Any:
     level = thinking.thinking_level
     level = getattr(level, "value", level)
     update = thinking_for(model, level, thinking.thinking_budget)
-    if not update:
-        return config
-    return config.model_copy(update={"thinking_config": thinking.model_copy(update=update)})
+    return with_thinking(config, update) if update else config
 
 
 class Routing(Capability):

@@ -28,7 +28,14 @@ from typing import Any, Literal, TypeAlias
 from agent._capabilities import generation
 from agent.errors import ConfigurationError
 
-__all__ = ["Thinking", "ToolChoice", "generation_options", "thinking_for", "tool_config"]
+__all__ = [
+    "Thinking",
+    "ToolChoice",
+    "generation_options",
+    "thinking_fields",
+    "thinking_for",
+    "tool_config",
+]
 
 Thinking: TypeAlias = Literal["minimal", "low", "medium", "high"] | int
 """A thinking level, or a token budget."""
@@ -61,6 +68,19 @@ def _thinking_config(model: str, thinking: Thinking | None, include: bool | None
     else:
         config["thinking_budget"] = _budget_of(model, thinking)
     return config
+
+
+def thinking_fields(model: str, thinking: Thinking) -> dict[str, Any]:
+    """Return the thinking config of ``thinking`` for ``model`` (the other form cleared).
+
+    Raises:
+        ConfigurationError: ``thinking`` is neither a level nor a token budget.
+    """
+    return {
+        "thinking_level": None,
+        "thinking_budget": None,
+        **_thinking_config(model, thinking, None),
+    }
 
 
 def _takes_level(model: str) -> bool:
