@@ -270,6 +270,8 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "id": task.id,
                         "prompt": task.prompt,
                         "model": task.model or args.model,
+                        # The --model chain goes with the task (a task's own model: none).
+                        "fallback_models": [] if task.model else list(args.models[1:]),
                         "system": task.system if task.system is not None else system,
                         "max_turns": task.max_turns or args.max_turns,
                         "model_queue": model_queue if args.rpm is not None else None,
@@ -357,6 +359,9 @@ class WorkerRuntime:
         allow = tuple(task.get("allow") or ())
         approval = task.get("approval") or "ask"
         schema = task.get("output_schema")
+        # A task enqueued by an older version carries no chain: the worker's --model flags.
+        carried = task.get("fallback_models")
+        fallbacks = tuple(carried) if carried is not None else None
         key = (
             task["model"],
             task["system"],
@@ -365,6 +370,7 @@ class WorkerRuntime:
             approval,
             json.dumps(schema, sort_keys=True),
             tuple(task.get("builtin_tools") or ()),
+            fallbacks,
         )
         if key not in self._agents:
             # Nobody answers in a batch: a call that would ask is refused, unless allowed.
@@ -376,7 +382,8 @@ class WorkerRuntime:
                 max_turns=task["max_turns"],
                 approval=policy,
                 output_type=schema,
-                builtin_tools=key[-1],
+                builtin_tools=key[-2],
+                fallbacks=fallbacks,
             )
         return self._agents[key]
 
