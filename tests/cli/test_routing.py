@@ -128,3 +128,11 @@ def test_eval_cases_fall_back(cli: Cli, workdir: Path) -> None:
         assert code == expected, err
     (record,) = [json.loads(line) for line in (workdir / "0.jsonl").read_text().splitlines()]
     assert record["status"] == "completed" and record["text"] == "Hello."
+
+
+def test_serve_refuses_a_model_list(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
+    # The agents serve offers come from files that name one model: no fallback there.
+    with pytest.raises(SystemExit) as exited:
+        cli("serve", "--no-builtins", "--model", f"{PRO},{FLASH}")
+    assert exited.value.code == 2
+    assert "serve takes one model" in capsys.readouterr().err
