@@ -597,9 +597,12 @@ def _models_of(model: str | Sequence[str]) -> tuple[str, ...]:
     """Return the agent's model names: one, or the fallback chain in order.
 
     Raises:
-        ConfigurationError: No name, a name that is not a non-empty string, or one twice.
+        ConfigurationError: A list with no name, a name that is not a non-empty string, or
+            one twice.
     """
-    models = (model,) if isinstance(model, str) else tuple(model)
+    if isinstance(model, str):
+        return (model,)  # sent verbatim, as always (the SDK refuses an empty one)
+    models = tuple(model)
     if not models or not all(isinstance(name, str) and name.strip() for name in models):
         raise ConfigurationError(f"model must be a model name or a list of them, got {model!r}")
     if len(set(models)) != len(models):

@@ -198,7 +198,7 @@ async def test_a_history_signed_by_a_model_this_process_never_saw_is_sent_again_
 
 
 def test_the_model_list_is_checked():
-    for bad in ([], [PRO, PRO], [PRO, ""], "", [PRO, 3]):
+    for bad in ([], [PRO, PRO], [PRO, ""], [PRO, 3]):
         with pytest.raises(ConfigurationError):
             Agent(bad, client=ClientSettings(api_key=KEY))  # type: ignore[arg-type]
     agent = Agent([PRO, FLASH], client=ClientSettings(api_key=KEY))
@@ -232,3 +232,18 @@ def test_placeholder_bytes_round_trip_to_the_documented_string() -> None:
     from agent._signatures import PLACEHOLDER as RAW
 
     assert base64.urlsafe_b64encode(RAW).decode() == PLACEHOLDER
+
+
+async def test_a_signed_answer_of_an_earlier_turn_loses_its_signature_on_the_way_to_another_model():
+    # Gemini 3 signs the last part of a plain answer too; another model would refuse that
+    # signature anywhere in the history, so it is dropped (not replaced) outside the turn.
+    fake = FakeGemini(["Hi.", OVERLOADED, OVERLOADED, "Hello again."], api_key=KEY, sign_text=True)
+    agent = make_agent(fake)
+    first = await agent.run("hello")
+    assert "thoughtSignature" in first.contents[1]["parts"][-1]
+    second = await agent.run("and again", history=first.contents)
+    fake.assert_consumed()
+    to_flash = fake.requests[-1]
+    assert to_flash.model == FLASH and to_flash.status == 200
+    assert "thoughtSignature" not in to_flash.contents[1]["parts"][-1]
+    assert second.contents[1] == first.contents[1]  # the transcript keeps it as received
