@@ -611,14 +611,14 @@ def _models_of(model: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def _check_output_models(models: Sequence[str], output: OutputSpec | None, has_tools: bool) -> None:
-    """Refuse a fallback model that cannot take the typed-output request of the first.
+    """Refuse a chain with a model that cannot take the typed-output request of the others.
 
     Raises:
         ConfigurationError: A JSON response schema goes with tools, and a model of the
             chain is of a generation that refuses the two together (Gemini 2.x).
     """
-    if output is None or output.mode != "native" or not has_tools:
-        return
+    if len(models) < 2 or output is None or output.mode != "native" or not has_tools:
+        return  # one model: the request is the user's explicit choice, sent as asked
     refusing = [model for model in models if not accepts_schema_with_tools(model)]
     if refusing:
         raise ConfigurationError(
