@@ -1,5 +1,6 @@
-"""Model fallback through every Python entry point: run, stream, run_sync, a sub-agent call,
-compact and a durable run (DBOS on SQLite), whose fallback replays the same way.
+"""Model fallback (and per-turn control) through every Python entry point: run, stream,
+run_sync, a sub-agent call, compact and a durable run (DBOS on SQLite), whose fallback
+replays the same way.
 
 The agent's first model is overloaded (the fake answers it 503 on every request, after
 checking the request like Gemini: another model's signature would get 400 first); with no
@@ -26,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 import toolnexus as tn
-from agent import Agent, ClientSettings, Compaction, RetryPolicy, RunLimits, RunResult
+from agent import Agent, ClientSettings, Compaction, Hooks, RetryPolicy, RunLimits, RunResult
 from agent._signatures import SignatureLedger
 from agent.dbos import DurableAgent
 from agent.events import DoneEvent, FallbackEvent, SubAgentEvent
@@ -68,6 +69,44 @@ FAKE = FakeGemini(play, overloaded=[PRO])
 DURABLE = DurableAgent(chained(FAKE), name="routing_entry_points")
 
 
+@tn.define_tool
+def submit(answer: str) -> str:
+    """Hand in the answer."""
+    return f"filed {answer}"
+
+
+def play_turns(body: dict[str, Any]) -> Any:
+    """Echo first, then submit; a lead's helper call first when it is the lead."""
+    names = [d["name"] for t in body.get("tools") or [] for d in t["functionDeclarations"]]
+    last = body["contents"][-1]["parts"][-1]
+    if "helper" in names:
+        return (
+            "Lead done." if "functionResponse" in last else function_call("helper", {"task": "x"})
+        )
+    if "functionResponse" in last:
+        return function_call("submit", {"answer": "x"})
+    return function_call("echo", {"text": "x"})
+
+
+def prepare(state: Any) -> Any:
+    from agent import TurnSettings
+
+    return TurnSettings(allowed_tools=["submit"], thinking="low") if state.tool_calls else None
+
+
+TURNS_FAKE = FakeGemini(play_turns)
+PER_TURN = DurableAgent(
+    Agent(
+        FLASH,
+        tn.toolkit([echo, submit]),
+        capabilities=[Hooks(prepare_turn=prepare)],
+        limits=RunLimits(stop_at_tools=["submit"]),
+        client=ClientSettings(api_key="k", http_client=TURNS_FAKE.http_client()),
+    ),
+    name="routing_per_turn",
+)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     database = tmp_path_factory.mktemp("dbos") / "routing.sqlite"
@@ -94,6 +133,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
 @pytest.fixture(autouse=True)
 def fresh() -> None:
     FAKE.requests.clear()
+    TURNS_FAKE.requests.clear()
 
 
 async def by_run(agent: Agent) -> RunResult:
@@ -103,6 +143,13 @@ async def by_run(agent: Agent) -> RunResult:
 async def by_stream(agent: Agent) -> RunResult:
     events = [event async for event in agent.stream("Say x.")]
     assert [e.fallback for e in events if isinstance(e, FallbackEvent)] == [FLASH, FLASH]
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    return done.result
+
+
+async def by_stream_any(agent: Agent) -> RunResult:
+    events = [event async for event in agent.stream("File x.")]
     done = events[-1]
     assert isinstance(done, DoneEvent)
     return done.result
@@ -205,3 +252,33 @@ async def test_a_replayed_durable_run_makes_the_same_fallback_decisions() -> Non
     assert [(r.model, r.status) for r in FAKE.requests] == [(PRO, 503), (FLASH, 200)]
     sent = FAKE.requests[0].contents[1]["parts"][0]
     assert sent["thoughtSignature"] == "skip_thought_signature_validator"
+
+
+async def lead_of(agent: Agent) -> RunResult:
+    lead = Agent(
+        FLASH,
+        tn.toolkit([agent.as_tool(name="helper", description="Files it.")]),
+        client=ClientSettings(api_key="k", http_client=TURNS_FAKE.http_client()),
+    )
+    events = [event async for event in lead.stream("File x.")]
+    nested = [e.event for e in events if isinstance(e, SubAgentEvent)]
+    return next(e.result for e in nested if isinstance(e, DoneEvent))
+
+
+PER_TURN_ENTRIES = {
+    "run": lambda agent: agent.run("File x."),
+    "stream": by_stream_any,
+    "subagent": lead_of,
+    "durable": lambda agent: PER_TURN.run("File x.", run_id="per-turn-1"),
+}
+
+
+@pytest.mark.parametrize("entry", list(PER_TURN_ENTRIES))
+async def test_every_entry_point_applies_prepare_turn_and_stops_at_the_submit_tool(
+    entry: str,
+) -> None:
+    result = await PER_TURN_ENTRIES[entry](PER_TURN.agent)
+    assert (result.status, result.text) == ("completed", "filed x")
+    ours = [r for r in TURNS_FAKE.requests if "helper" not in str(r.body.get("tools"))]
+    assert [sorted(r.declared_functions) for r in ours] == [["echo", "submit"], ["submit"]]
+    assert ours[1].body["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "LOW"}
