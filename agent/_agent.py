@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
@@ -479,6 +479,65 @@ class Agent:
         if max_depth < 1:
             raise ConfigurationError(f"max_depth must be at least 1, got {max_depth}")
         return subagent_tool(self, name, description, max_depth)
+
+    def serve_mcp(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        transport: Literal["stdio", "http"] = "stdio",
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve this agent to MCP clients as one tool, until the client leaves or Ctrl-C.
+
+        The tool takes ``{"task": string, "session_id"?: string}`` and runs this agent on
+        the task (its own model, tools, approval policy, limits, typed output and store);
+        the calls its policy asks about are put to the client as forms. From async code,
+        use `agent.mcp_server.serve_mcp` (which also serves a toolkit and several agents).
+
+        Example::
+
+            agent = Agent(toolkit=tn.build(), system_prompt="Review the diff you are given.")
+            agent.serve_mcp("reviewer", "Reviews a diff and lists the problems.")
+
+        Args:
+            name: The tool name clients call it by.
+            description: When a client's model should hand it a task.
+            transport: ``"stdio"`` (the host starts this program) or ``"http"``.
+            host: With ``"http"``: the address to bind (this machine only by default).
+            port: With ``"http"``: the port (``0`` picks a free one).
+            on_ready: With ``"http"``: called with the URL once the server listens.
+
+        Raises:
+            ConfigurationError: Called inside a running event loop, or as
+                `agent.mcp_server.serve_mcp` raises it.
+            ImportError: The ``mcp`` extra is not installed.
+        """
+        from agent.mcp_server import ServedAgent, serve_mcp
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ConfigurationError(
+                "serve_mcp() was called from a running event loop; use "
+                "`await agent.mcp_server.serve_mcp(agents=[ServedAgent(...)])`"
+            )
+        served = ServedAgent(name, self, description)
+
+        async def serve_then_release() -> None:
+            try:
+                await serve_mcp(
+                    agents=[served], transport=transport, host=host, port=port, on_ready=on_ready
+                )
+            finally:
+                # The pooled connections belong to this event loop, which asyncio.run closes.
+                await self._core.model.release_connections()
+
+        asyncio.run(serve_then_release())
 
     @property
     def store(self) -> Store:

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import _bench_batchapi  # noqa: E402
 import _bench_durable  # noqa: E402
 import _bench_scenarios as sc  # noqa: E402
 
@@ -310,6 +311,15 @@ def bench_growth(runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_mcp(calls: int) -> dict[str, Any] | None:
+    """Run the MCP server probe (ours against the SDK's bare server); ``None`` without mcp."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return None
+    return _probe_script("_bench_mcp.py", str(calls))
+
+
 def _probe(*args: str) -> dict[str, Any]:
     return _probe_script("_bench_micro.py", *args)
 
@@ -445,6 +455,16 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    served = results.get("mcp")
+    if served:
+        lines += ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
+        for era, label in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
+            m = served[era]
+            lines.append(
+                f"  {label}  server CPU {m['cpu_ms']['bare']:.2f} -> {m['cpu_ms']['ours']:.2f} ms "
+                f"({m['cpu_ratio']:.2f}x); round trip p50 {m['round_trip_ms']['bare']:.2f} -> "
+                f"{m['round_trip_ms']['ours']:.2f} ms ({m['round_trip_ratio']:.2f}x)"
+            )
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -461,6 +481,8 @@ def table(results: dict[str, Any]) -> str:
         ]
     if "durable" in results:
         lines += _bench_durable.table(results["durable"])
+    if "batch_api" in results:
+        lines += _bench_batchapi.table(results["batch_api"])
     tk = results.get("toolkit")
     if tk:
         b, d = tk["build"], tk["discover"]
@@ -527,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
+        "--no-mcp", action="store_true", help="skip the MCP server probe (ours vs the bare SDK)"
+    )
+    parser.add_argument(
         "--durable",
         action="store_true",
         help="also measure DBOS: durable overhead per step (SQLite, Postgres) and a "
@@ -534,6 +559,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--durable-tasks", type=int, default=1000, help="tasks of the --durable batch [1000]"
+    )
+    parser.add_argument(
+        "--batch-api",
+        action="store_true",
+        help="also measure `batch --engine gemini-batch` against the local runner over "
+        "1,000 one-turn tasks, instant jobs (wall and CPU per task; a few minutes)",
+    )
+    parser.add_argument(
+        "--batch-api-tasks", type=int, default=1000, help="tasks of --batch-api [1000]"
     )
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
@@ -573,9 +607,15 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_mcp:
+                print("probing the MCP server...", file=sys.stderr, flush=True)
+                results["mcp"] = bench_mcp(10 * (args.runs if args.runs is not None else 20))
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)
+            if args.batch_api:
+                print("measuring the Gemini Batch engine...", file=sys.stderr, flush=True)
+                results["batch_api"] = _bench_batchapi.bench_batch_api(args.batch_api_tasks)
             if not args.no_micro:
                 print("probing imports and toolkit build...", file=sys.stderr, flush=True)
                 results["imports"] = bench_imports(args.repeats)

@@ -34,6 +34,18 @@ EXPECTED = {
         "flash got pro's call with the signature 'skip_thought_signature_validator'",
         "requests: 8, refused for a signature: 0",
     ],
+    "serve_agent.py": [
+        "asked about draft.txt: deny",
+        "asked about final.txt: approve",
+        "agent: You asked me to save a draft and a final version.",
+        "files: ['final.txt']",
+    ],
+    "gemini_batch.py": [
+        "batches/fakebatch000002: 3 requests sent (inline)",
+        "oslo: It is rain, 12 C. ($0.00110, 2 turns)",
+        "the same task, direct: $0.00220",
+        "run again: It is rain, 12 C. with 2 jobs in all",
+    ],
 }
 
 

@@ -247,3 +247,12 @@ async def test_a_signed_answer_of_an_earlier_turn_loses_its_signature_on_the_way
     assert to_flash.model == FLASH and to_flash.status == 200
     assert "thoughtSignature" not in to_flash.contents[1]["parts"][-1]
     assert second.contents[1] == first.contents[1]  # the transcript keeps it as received
+
+
+def test_the_gemini_batch_engine_refuses_an_agent_of_several_models():
+    from agent._batch import check_model
+
+    agent = Agent([PRO, FLASH], client=ClientSettings(api_key=KEY))
+    with pytest.raises(ConfigurationError, match="sends every call of a run to one model"):
+        check_model(agent._core.model)
+    check_model(Agent(PRO, client=ClientSettings(api_key=KEY))._core.model)  # one model: fine
