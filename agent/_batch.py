@@ -607,6 +607,14 @@ def check_model(model: Model) -> GeminiModel:
     Raises:
         ConfigurationError: It is not a Gemini API model, or it asks for a service tier.
     """
+    from agent._routing import ModelChain
+
+    if isinstance(model, ModelChain):
+        raise ConfigurationError(
+            "the Gemini Batch engine sends every call of a run to one model: an agent with "
+            "a list of models (fallback) or a prepare_turn hook (a model per turn) runs on "
+            "the local or dbos engine"
+        )
     if not isinstance(model, GeminiModel):
         raise ConfigurationError(
             f"the Gemini Batch engine runs Gemini models; got {type(model).__name__}"

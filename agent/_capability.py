@@ -16,6 +16,7 @@ fixed points, each a no-op unless overridden:
 - `RunCapability.review`: the step `decide` chose for a response (typed output accepts or
   re-asks, budgets stop before calls run);
 - `RunCapability.tool`: around each tool call (tracing, hooks, approval);
+- `RunCapability.ran`: a turn's calls have all run (a stop tool ends the run there);
 - `RunCapability.finish`: fields added to the result (output, grounding);
 - `RunCapability.close`: the run ended (with its result, or the error that ended it).
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agent._decide import Step
+    from agent._decide import Step, Stop
     from agent._response import ModelResponse
     from agent._result import RunResult
     from agent._retry import ErrorInfo
@@ -156,6 +157,10 @@ class RunCapability:
         """Run one tool call: change ``invocation.args``, answer it, or ``proceed``."""
         return await proceed(invocation)
 
+    def ran(self, run: RunState) -> Stop | None:
+        """Return a `Stop` to end the run now that a turn's calls have all run, or ``None``."""
+        return None
+
     def finish(self, run: RunState, fields: dict[str, Any]) -> None:
         """Add fields of the `RunResult` being built (``output``, ``grounding``, ...)."""
 
@@ -190,6 +195,7 @@ class Chain:
         self._received = [r for r in runs if overrides(r, "received")]
         self._review = [r for r in runs if overrides(r, "review")]
         self._tool = [r for r in runs if overrides(r, "tool")]
+        self._ran = [r for r in runs if overrides(r, "ran")]
         self._finish = [r for r in runs if overrides(r, "finish")]
         self._close = [r for r in runs if overrides(r, "close")]
 
@@ -250,6 +256,14 @@ class Chain:
         for capability in reversed(self._tool):
             proceed = _wrapped(capability, run, proceed)
         return proceed(invocation)
+
+    def ran(self, run: RunState) -> Stop | None:
+        """Return the first `Stop` a capability ends the run with after a turn's calls."""
+        for capability in self._ran:
+            stop = capability.ran(run)
+            if stop is not None:
+                return stop
+        return None
 
     def finish(self, run: RunState, fields: dict[str, Any]) -> None:
         """Let every capability add its result fields."""

@@ -207,6 +207,8 @@ def run_cost(
     batch: bool = False,
     tiers: Sequence[str | None] = (),
     extra_tiers: Sequence[str | None] = (),
+    models: Sequence[str | None] = (),
+    extra_models: Sequence[str | None] = (),
 ) -> Cost:
     """Price a run's model turns (and extra calls such as compaction summaries).
 
@@ -217,38 +219,35 @@ def run_cost(
         batch: Price as Batch API requests.
         tiers: The service tier that served each turn (missing or ``None``: standard).
         extra_tiers: The same for ``extra``.
+        models: The model that answered each turn, when not ``model`` (a fallback); each
+            turn is priced at its own model.
+        extra_models: The same for ``extra``.
 
     Returns:
-        The `Cost`; ``usd`` is ``None`` when the model has no price.
+        The `Cost`; ``usd`` is ``None`` when a model that answered has no price.
     """
     table = price_table()
     found = table.lookup(model)
-    if found is None:
+    if found is None and not models:
         return Cost(usd=None, estimated=True, prices_date=table.source_date)
-    name, prices, exact = found
-    derived = False
-    per_turn: list[float] = []
-    saving = 0.0
-    for i, usage in enumerate(turns):
-        tier = tiers[i] if i < len(tiers) else None
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
-        per_turn.append(usd)
-        saving += table.cached_saving(prices, usage, batch=batch, service_tier=tier)
-        derived = derived or was_derived
-    total = sum(per_turn)
-    for i, usage in enumerate(extra):
-        tier = extra_tiers[i] if i < len(extra_tiers) else None
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
-        total += usd
-        saving += table.cached_saving(prices, usage, batch=batch, service_tier=tier)
-        derived = derived or was_derived
+    pricing = _Pricing(table, model, batch)
+    pricing.estimated = found is not None and not found[2]
+    per_turn = [
+        pricing.price(usage, _at(tiers, i), _at(models, i)) for i, usage in enumerate(turns)
+    ]
+    extras = [
+        pricing.price(usage, _at(extra_tiers, i), _at(extra_models, i))
+        for i, usage in enumerate(extra)
+    ]
+    if pricing.unpriced:
+        return Cost(usd=None, estimated=True, prices_date=table.source_date)
     return Cost(
-        usd=total,
-        estimated=derived or not exact,
+        usd=sum(per_turn) + sum(extras),
+        estimated=pricing.estimated,
         turns=tuple(per_turn),
-        model=name,
+        model=found[0] if found is not None else None,
         prices_date=table.source_date,
-        cache_saving=saving,
+        cache_saving=pricing.saving,
     )
 
 
@@ -265,6 +264,37 @@ def with_storage(cost: Cost, storage: float) -> Cost:
         cache_storage=cost.cache_storage + storage,
         cache_saving=cost.cache_saving - storage,
     )
+
+
+def _at(values: Sequence[str | None], index: int) -> str | None:
+    return values[index] if index < len(values) else None
+
+
+class _Pricing:
+    """Prices the calls of one run, each at the model that answered it (the run's by default)."""
+
+    def __init__(self, table: PriceTable, model: str, batch: bool) -> None:
+        self.table = table
+        self.model = model
+        self.batch = batch
+        self.estimated = False
+        """A price was derived, or matched a model name by its prefix."""
+        self.unpriced = False
+        """A model that answered has no price."""
+        self.saving = 0.0
+        """Dollars the cached tokens saved against the input price, over the calls priced."""
+
+    def price(self, usage: Usage, tier: str | None, model: str | None) -> float:
+        """Return the dollars of one call (0.0 for a model without a price, noted)."""
+        found = self.table.lookup(model or self.model)
+        if found is None:
+            self.unpriced = True
+            return 0.0
+        _, prices, exact = found
+        usd, derived = self.table.turn_cost(prices, usage, batch=self.batch, service_tier=tier)
+        self.saving += self.table.cached_saving(prices, usage, batch=self.batch, service_tier=tier)
+        self.estimated = self.estimated or derived or not exact
+        return usd
 
 
 def call_usd(model: str, usage: Usage, service_tier: str | None = None) -> float | None:

@@ -280,8 +280,8 @@ class GeminiModel:
         if failure is not None:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
-            raise CallFailed(failure)
-        response = _with_tier(_parsed(raw), request)
+            raise CallFailed(failure._replace(model=request.model))
+        response = _stamped(_parsed(raw, request.model), request)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)
@@ -322,14 +322,15 @@ def _base_url(client: genai.Client) -> str | None:
     return base if isinstance(base, str) else None
 
 
-def _with_tier(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """Record the tier the request asked for when the server named none."""
-    if response.service_tier is None and (asked := requested_tier(request.config)):
-        return dataclasses.replace(response, service_tier=asked)
-    return response
+def _stamped(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """Record the model the request went to, and the tier it asked for if the server named none."""
+    tier = response.service_tier
+    if tier is None:
+        tier = requested_tier(request.config)
+    return dataclasses.replace(response, model=request.model, service_tier=tier)
 
 
-def _parsed(raw: Any) -> ModelResponse:
+def _parsed(raw: Any, model: str) -> ModelResponse:
     """Read a response; one the SDK cannot read is a failed call, not a crash."""
     failure = None
     try:
@@ -337,7 +338,7 @@ def _parsed(raw: Any) -> ModelResponse:
             return parse(raw)
     except ValueError as exc:
         failure = unreadable(exc)
-    raise CallFailed(failure)
+    raise CallFailed(failure._replace(model=model))
 
 
 def _piece(text: str, thought: bool, turn: int) -> TextEvent | ThoughtEvent:

@@ -36,6 +36,7 @@ __all__ = [
     "Compacted",
     "DoneEvent",
     "Event",
+    "FallbackEvent",
     "GroundingEvent",
     "PendingEvent",
     "RetryEvent",
@@ -261,6 +262,32 @@ class CacheEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class FallbackEvent:
+    """A model call failed for good, so the turn goes to the next model of the agent's chain."""
+
+    model: str
+    """The model that failed (it cools down: new turns skip it for a while)."""
+    fallback: str
+    """The model the turn is sent to now."""
+    code: int | None
+    """HTTP status of the last failure (429, 503...); ``None`` for a timeout."""
+    status: str | None
+    """Its status string (``"UNAVAILABLE"``, ``"RESOURCE_EXHAUSTED"``, ``"TIMEOUT"``)."""
+    turn: int = 0
+    """The model turn being fetched."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "model": self.model,
+            "fallback": self.fallback,
+            "code": self.code,
+            "status": self.status,
+            "turn": self.turn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -276,6 +303,7 @@ Event = (
     | RetryEvent
     | TierFallbackEvent
     | CacheEvent
+    | FallbackEvent
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent

@@ -25,6 +25,15 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "routing.py": [
+        "gemini-3.1-pro-preview failed (UNAVAILABLE); turn 2 -> gemini-3-flash-preview",
+        "billing: filed: notes on billing: ok | turns on gemini-3.1-pro-preview, "
+        "gemini-3-flash-preview",
+        "hiring: filed: notes on hiring: ok | turns on gemini-3-flash-preview, "
+        "gemini-3-flash-preview",
+        "flash got pro's call with the signature 'skip_thought_signature_validator'",
+        "requests: 8, refused for a signature: 0",
+    ],
     "serve_agent.py": [
         "asked about draft.txt: deny",
         "asked about final.txt: approve",

@@ -273,6 +273,8 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "id": task.id,
                         "prompt": task.prompt,
                         "model": task.model or args.model,
+                        # The --model chain goes with the task (a task's own model: none).
+                        "fallback_models": [] if task.model else list(args.models[1:]),
                         "system": task.system if task.system is not None else system,
                         "max_turns": task.max_turns or args.max_turns,
                         "model_queue": model_queue if args.rpm is not None else None,
@@ -363,6 +365,10 @@ class WorkerRuntime:
         allow = tuple(task.get("allow") or ())
         approval = task.get("approval") or "ask"
         schema = task.get("output_schema")
+        # A task enqueued by an older version carries no chain: the worker's --model flags.
+        carried = task.get("fallback_models")
+        fallbacks = tuple(carried) if carried is not None else None
+        builtin = tuple(task.get("builtin_tools") or ())
         key = (
             task["model"],
             task["system"],
@@ -370,8 +376,9 @@ class WorkerRuntime:
             allow,
             approval,
             json.dumps(schema, sort_keys=True),
-            tuple(task.get("builtin_tools") or ()),
+            builtin,
             tuple(task.get("cache") or ()),
+            fallbacks,
         )
         if key not in self._agents:
             # Nobody answers in a batch: a call that would ask is refused, unless allowed.
@@ -383,8 +390,9 @@ class WorkerRuntime:
                 max_turns=task["max_turns"],
                 approval=policy,
                 output_type=schema,
-                builtin_tools=key[-2],
+                builtin_tools=builtin,
                 cache=self._cache_of(task),
+                fallbacks=fallbacks,
             )
         return self._agents[key]
 

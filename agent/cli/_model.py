@@ -61,30 +61,37 @@ class AgentFactory:
     """The model settings of the flags (``--service-tier``), if any."""
     cache: ContextCache | None = None
     """The context cache of ``--cache``, shared by every agent the factory makes."""
+    fallbacks: tuple[str, ...] = ()
+    """The models a turn of ``model`` falls back to (the other names of ``--model``)."""
 
     def make(
         self,
         toolkit: Toolkit,
         *,
         model: str | None = None,
+        fallbacks: Sequence[str] | None = None,
         builtin_tools: Sequence[str] | None = None,
         **options: Any,
     ) -> Agent:
         """Return an `Agent` on the shared client (see `make_agent` for the options).
 
         ``model``, ``builtin_tools`` and the context cache (``cache``) default to the
-        factory's (the command's flags).
+        factory's (the command's flags); the factory's model falls back to its `fallbacks`
+        unless ``fallbacks`` says otherwise, another model (a batch task's own) to none.
 
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
         """
         cache = options.pop("cache", self.cache)
+        chosen = model or self.model
+        if fallbacks is None:
+            fallbacks = self.fallbacks if chosen == self.model else ()
         return make_agent(
             toolkit,
             http=self.http,
             api_key=self.api_key,
             scripted=self.fake is not None,
-            model=model or self.model,
+            model=(chosen, *fallbacks) if fallbacks else chosen,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
             **{"settings": self.settings, "cache": cache, **options},
         )
@@ -102,7 +109,7 @@ def make_agent(
     http: httpx.AsyncClient,
     api_key: str | None,
     scripted: bool,
-    model: str,
+    model: str | Sequence[str],
     system: str | None = None,
     max_turns: int | None = None,
     wait_for: Asker | None = None,
@@ -120,7 +127,7 @@ def make_agent(
         http: The HTTP client to send on (to Gemini, or to a fake).
         api_key: The key; ``None`` lets the SDK read the environment.
         scripted: The model is a ``--fake`` scenario: failures are retried quickly.
-        model: The model name.
+        model: The model name, or the names of a fallback chain (first the agent's model).
         system: The system prompt (``--system``), if any.
         max_turns: ``--max-turns``; ``None`` for the agent's default.
         wait_for: Answers questions and approvals on the terminal, if any.
@@ -216,12 +223,15 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
     settings = flag_settings(args)
     cache = flag_cache(args)
+    fallbacks = tuple(getattr(args, "models", None) or ())[1:]
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
             model = args.model or DEFAULT_MODEL
-            yield AgentFactory(model, http, None, None, builtin, settings, cache)
+            yield AgentFactory(
+                model, http, None, None, builtin, settings, cache=cache, fallbacks=fallbacks
+            )
         return
     import yaml
 
@@ -238,7 +248,10 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings, cache)
+        key = "fake-key-not-a-secret"
+        yield AgentFactory(
+            model, http, key, fake, builtin, settings, cache=cache, fallbacks=fallbacks
+        )
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import Any
 
 from agent.cli._exits import CliError
 
@@ -70,12 +71,40 @@ def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Models(argparse.Action):
+    """``--model NAME[,NAME...]``, repeatable: ``model`` is the first name, ``models`` all."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        names = [name.strip() for name in str(values).split(",")]
+        if not all(names):
+            raise argparse.ArgumentError(self, f"an empty model name in {values!r}")
+        models = (*getattr(namespace, "models", ()), *names)
+        if len(set(models)) != len(models):
+            raise argparse.ArgumentError(self, f"a model named twice in {', '.join(models)}")
+        namespace.models = models
+        namespace.model = models[0]
+
+
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     """Declare the flags of the model and the loop: model, system prompt, turns, fake."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "--model", metavar="NAME", help="the Gemini model (default: agent.DEFAULT_MODEL)"
+        "--model",
+        metavar="NAME[,NAME...]",
+        action=_Models,
+        help=(
+            "the Gemini model (default: agent.DEFAULT_MODEL); more names, comma-separated or "
+            "in more --model flags, are the models a turn falls back to, in order, when a "
+            "call fails for good (overloaded, out of quota)"
+        ),
     )
+    parser.set_defaults(models=())
     group.add_argument(
         "--system",
         metavar="TEXT|@FILE",

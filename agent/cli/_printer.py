@@ -24,6 +24,7 @@ from agent.events import (
     CodeExecutionEvent,
     DoneEvent,
     Event,
+    FallbackEvent,
     GroundingEvent,
     RetryEvent,
     SubAgentEvent,
@@ -73,14 +74,17 @@ def describe_result(call: ToolCall, result: ToolResult) -> str:
     return f"<- {label}: {summary}"
 
 
-def describe_retry(retry: RetryEvent) -> str:
-    """Return the line for a retried model call.
+def describe_retry(retry: RetryEvent | FallbackEvent) -> str:
+    """Return the line for a retried model call, or one sent to a fallback model.
 
     The same words serve a line shown while the retry waits (``run``, ``chat``) and one
     shown after the task finished (``batch``)::
 
         (model call failed: UNAVAILABLE; retrying after 1.3 s)
+        (gemini-3.1-pro-preview failed: UNAVAILABLE; turn 2 goes to gemini-3-flash-preview)
     """
+    if isinstance(retry, FallbackEvent):
+        return f"({retry.model} failed: {retry.status}; turn {retry.turn} goes to {retry.fallback})"
     return f"(model call failed: {retry.status}; retrying after {retry.delay:.1f} s)"
 
 
@@ -166,14 +170,14 @@ class EventPrinter:
             self._line(describe_call(event.call), "call")
         elif isinstance(event, ToolResultEvent):
             self._line(describe_result(event.call, event.result), _result_role(event.result))
-        elif isinstance(event, RetryEvent | CacheEvent):
+        elif isinstance(event, RetryEvent | FallbackEvent | CacheEvent):
             self._show_note(event)
         elif isinstance(event, CodeExecutionEvent | GroundingEvent):
             self._show_server_tool(event)
 
-    def _show_note(self, event: RetryEvent | CacheEvent) -> None:
-        """Show a retry, or a change of the context cache."""
-        if isinstance(event, RetryEvent):
+    def _show_note(self, event: RetryEvent | FallbackEvent | CacheEvent) -> None:
+        """Show a retry, a fallback to another model, or a change of the context cache."""
+        if isinstance(event, RetryEvent | FallbackEvent):
             self._line(describe_retry(event), "retry")
         else:
             self._line(describe_cache(event), "note")
@@ -201,7 +205,7 @@ class EventPrinter:
         elif isinstance(event, ToolResultEvent):
             result = event.result
             self._line(describe_result(event.call, result), _result_role(result), mark)
-        elif isinstance(event, RetryEvent):
+        elif isinstance(event, RetryEvent | FallbackEvent):
             self._line(describe_retry(event), "retry", mark)
         elif isinstance(event, DoneEvent):
             self._line(f"done ({event.result.status})", "note", mark)

@@ -420,6 +420,9 @@ class _Runner:
         from agent import DEFAULT_MODEL
 
         model = settings.pop("model") or DEFAULT_MODEL
+        chain = tuple(getattr(self.args, "models", None) or ())
+        if chain and model == chain[0]:
+            model = chain  # the --model chain: its first model falls back to the others
         settings.setdefault("settings", flag_settings(self.args))
         return make_agent(
             toolkit, http=http, api_key=key, scripted=key is not None, model=model, **settings

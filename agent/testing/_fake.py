@@ -175,6 +175,10 @@ SHED_MESSAGE = (
 """The message of the fake's shed flex request (the fake's wording; Gemini's may differ)."""
 
 
+OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
+"""Gemini's message for a request to a model that has no capacity right now."""
+
+
 def _tier_problem(body: Mapping[str, Any]) -> str | None:
     """Return the API's complaint about ``serviceTier``, if its value is not a tier."""
     tier = body.get("serviceTier")
@@ -231,6 +235,7 @@ class FakeGemini:
         shed_flex: int = 0,
         shed_retry_delay: float | None = 1.0,
         served_tiers: Mapping[str, str] | None = None,
+        overloaded: Iterable[str] = (),
     ) -> None:
         """Create a fake.
 
@@ -260,6 +265,9 @@ class FakeGemini:
             served_tiers: Serve an asked-for tier at another, as Gemini serves a
                 ``priority`` request over its limit at ``standard``
                 (``{"priority": "standard"}``); the header names the tier served.
+            overloaded: Model names answered ``503 UNAVAILABLE`` ("The model is overloaded")
+                on every request, using up no scripted reply: to test a fallback to another
+                model. `overloaded` is a set the test may change (a model that recovers).
 
         Raises:
             TypeError: ``script`` is a single reply rather than a sequence, or holds a value
@@ -295,6 +303,8 @@ class FakeGemini:
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self.shed_retry_delay = shed_retry_delay
         self.served_tiers = dict(served_tiers or {})
+        self.overloaded: set[str] = {name.removeprefix("models/") for name in overloaded}
+        """The models every request to which gets ``503 UNAVAILABLE``."""
         self._state = _State(shed=shed_flex)
         if signing_key is not None:
             key = signing_key.encode() if isinstance(signing_key, str) else bytes(signing_key)
@@ -559,13 +569,15 @@ class FakeGemini:
         ``seen`` is the request as the model sees it (a context cache's parts in it).
         """
         if self.strict:
-            problem = check_request(seen, self._state.book, record.model)
+            problem = check_request(seen, self._state.book, record.model, models=self.models)
             problem = problem or _tier_problem(record.body)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
             refused = self.files.check_uses(record.body)
             if refused is not None:
                 return refused
+        if record.model in self.overloaded:
+            return _error_outcome(503, "UNAVAILABLE", OVERLOADED_MESSAGE)
         if self._state.shed > 0 and _served(record.body) == "flex":
             self._state.shed -= 1
             shed = error(503, "UNAVAILABLE", SHED_MESSAGE, retry_delay=self.shed_retry_delay)
@@ -654,7 +666,7 @@ class FakeGemini:
             model=record.model,
             response_id=f"fake-{record.index}",
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
-            new_signature=self._state.book.sign,
+            new_signature=lambda part: self._state.book.sign(part, record.model),
             sign_text=self.sign_text,
             cached_tokens=cached,
         )
