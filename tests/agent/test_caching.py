@@ -669,3 +669,37 @@ async def test_the_gemini_batch_engine_refuses_a_context_cache():
     with pytest.raises(ConfigurationError, match="does not take an agent with a ContextCache"):
         await GeminiBatch(poll_interval=0).run(agent, {"t1": "Go."})
     assert fake.caches.requests == [] and fake.batches.created == 0
+
+
+# -- with a fallback model -------------------------------------------------------------------
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
+
+
+async def test_a_turn_that_falls_back_to_another_model_is_sent_there_without_the_cache():
+    pro, flash = "gemini-2.5-pro", "gemini-2.5-flash"
+    overloaded = error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+    fake = FakeGemini(
+        [function_call("echo", {"text": "one"}), overloaded, function_call("echo", {}), "Done."]
+    )
+    agent = _agent(
+        fake,
+        ContextCache(ttl=300, mode="always"),
+        model=[pro, flash],  # type: ignore[arg-type]
+        limits=RunLimits(retry=RetryPolicy(attempts=1, sleep=_no_wait, jitter=0.0)),
+    )
+    result = await agent.run("Go.")
+    assert result.status == "completed" and result.turn_models == (pro, flash, flash)
+    answered = [r for r in fake.requests if r.status == 200]
+    assert [r.model for r in answered] == [pro, flash, flash]
+    names = [(r.body or {}).get("cachedContent") for r in answered]
+    # The fallback turn itself goes with its prefix (pro's cache is pro's alone: Gemini
+    # refuses it for flash, and the turn is sent again uncached); the next turn on flash
+    # reads the prefix from a cache made for flash.
+    assert names[0] is not None and names[1] is None
+    assert names[2] is not None and names[2] != names[0]
+    assert "systemInstruction" in (answered[1].body or {})
+    assert _posts(fake) == 2
+    _wire_ok(fake)
