@@ -13,10 +13,13 @@ Example::
     agent = Agent("gemini-2.5-flash", capabilities=[Hooks(before_tool=guard)])
 
 - `Hooks`: your callbacks around model and tool calls.
+- `ContextCache`: the prefix every request repeats (system instruction, tools) kept in a
+  Gemini context cache, billed at the cached-input price.
 """
 
 from __future__ import annotations
 
+from agent._caching import CacheMode, ContextCache
 from agent.hooks import Hooks
 
-__all__ = ["Hooks"]
+__all__ = ["CacheMode", "ContextCache", "Hooks"]

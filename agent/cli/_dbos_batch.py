@@ -43,6 +43,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 
 from agent.cli import _engine_flags
 from agent.cli._exits import EXIT_OK, CliError
+from agent.cli._model import flag_cache
 from agent.cli._options import read_system
 from agent.cli._records import crashed_record, result_record
 from agent.cli.run import with_files
@@ -51,6 +52,7 @@ from agent.errors import RunError
 
 if TYPE_CHECKING:
     from agent import Agent
+    from agent.capabilities import ContextCache
     from agent.cli._model import AgentFactory
     from agent.cli.batch import Task
     from toolnexus import Toolkit
@@ -233,6 +235,7 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     url = db_url(args.db)
     system = read_system(args.system)
     output_schema = _output_schema(args.output_schema)
+    cache = flag_cache(args)
     ids = {task.id: task_workflow_id(batch, task.id) for task in tasks}
     task_queue, model_queue = queues(batch)
     with client(url) as dbos:
@@ -270,6 +273,8 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "id": task.id,
                         "prompt": task.prompt,
                         "model": task.model or args.model,
+                        # The --model chain goes with the task (a task's own model: none).
+                        "fallback_models": [] if task.model else list(args.models[1:]),
                         "system": task.system if task.system is not None else system,
                         "max_turns": task.max_turns or args.max_turns,
                         "model_queue": model_queue if args.rpm is not None else None,
@@ -281,6 +286,8 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
                         "output_schema": output_schema,
                         "deps": args.deps,
                         "builtin_tools": list(args.builtin_tools or ()),
+                        # The context cache of --cache: each worker keeps one per setting.
+                        "cache": [cache.ttl, cache.mode] if cache is not None else None,
                     }
                     options: EnqueueOptions = {
                         "workflow_name": TASK_WORKFLOW,
@@ -349,6 +356,7 @@ class WorkerRuntime:
         self.toolkit = toolkit
         self._agents: dict[tuple[Any, ...], Agent] = {}
         self._deps: dict[str, Any] = {}
+        self._caches: dict[tuple[float, str], ContextCache] = {}
 
     def agent_for(self, task: Mapping[str, Any]) -> Agent:
         """Return the agent for a task's settings (tasks with the same ones share it)."""
@@ -357,6 +365,10 @@ class WorkerRuntime:
         allow = tuple(task.get("allow") or ())
         approval = task.get("approval") or "ask"
         schema = task.get("output_schema")
+        # A task enqueued by an older version carries no chain: the worker's --model flags.
+        carried = task.get("fallback_models")
+        fallbacks = tuple(carried) if carried is not None else None
+        builtin = tuple(task.get("builtin_tools") or ())
         key = (
             task["model"],
             task["system"],
@@ -364,7 +376,9 @@ class WorkerRuntime:
             allow,
             approval,
             json.dumps(schema, sort_keys=True),
-            tuple(task.get("builtin_tools") or ()),
+            builtin,
+            tuple(task.get("cache") or ()),
+            fallbacks,
         )
         if key not in self._agents:
             # Nobody answers in a batch: a call that would ask is refused, unless allowed.
@@ -376,9 +390,27 @@ class WorkerRuntime:
                 max_turns=task["max_turns"],
                 approval=policy,
                 output_type=schema,
-                builtin_tools=key[-1],
+                builtin_tools=builtin,
+                cache=self._cache_of(task),
+                fallbacks=fallbacks,
             )
         return self._agents[key]
+
+    def _cache_of(self, task: Mapping[str, Any]) -> ContextCache | None:
+        """Return the context cache of a task's ``--cache`` (else the worker's own, if any).
+
+        The tasks of one setting share one cache in this worker; other workers find it on
+        the server.
+        """
+        setting = task.get("cache")
+        if not setting:
+            return self.factory.cache
+        ttl, mode = float(setting[0]), str(setting[1])
+        if (ttl, mode) not in self._caches:
+            from agent.capabilities import ContextCache
+
+            self._caches[ttl, mode] = ContextCache(ttl=ttl, mode=mode)  # type: ignore[arg-type]
+        return self._caches[ttl, mode]
 
     def deps_of(self, task: Mapping[str, Any]) -> Any:
         """Return the task's ``deps`` from the batch's ``--deps`` factory (imported once)."""

@@ -99,6 +99,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     model.add_argument(
         "--model",
         metavar="NAME",
+        type=_one_model,
         help="the Gemini model of the --agents files that name none (default: agent.DEFAULT_MODEL)",
     )
     model.add_argument(
@@ -111,6 +112,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-v", "--verbose", action="store_true", help="also log the agents' retries on stderr"
     )
     parser.set_defaults(command=command, fake=None, builtin_tools=[])
+
+
+def _one_model(text: str) -> str:
+    if "," in text:
+        raise argparse.ArgumentTypeError(
+            f"serve takes one model, got {text!r}: the agents it serves do not fall back to "
+            "another (run, chat, batch and eval take a list)"
+        )
+    return text
 
 
 def _port(text: str) -> int:
