@@ -36,6 +36,7 @@ from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
 from agent.hooks import Hooks
+from agent.recording import Recorder
 from agent.steps import Steps
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ def capabilities_of(
         # Spans first: the run span is open before anything else starts, and each tool
         # span covers the hooks and the approval of its call.
         Tracing(),
+        # A recording (`agent.recording.record`) mirrors the spans: same extent, same tree.
+        Recorder(),
         # Service tiers: the tier goes on the request before anything sees it; a shed flex
         # call is sent again at the fallback tier before the run would fail.
         tiers,

@@ -27,7 +27,7 @@ from agent._contents import pending_requests, replace_response
 from agent._response import calls_of
 from agent._result import ToolCallRecord
 from agent.errors import ConfigurationError
-from agent.events import ToolCall
+from agent.events import ToolCall, ToolResultEvent
 from toolnexus import Answer, Request
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ async def resume(run: Run, *, refuse_malformed: bool = True) -> tuple[Request, T
         with state.as_parent():  # a sub-agent resumed here is this run's child
             args, result = await run.invoke(call, (request, reply))
         _record(run, ToolCallRecord(call.name, args, call.id, result, call.turn), request["id"])
+        state.emit(ToolResultEvent(call, result))  # a stream sees the answered call's result
         state.contents[-1] = replace_response(
             state.contents[-1], index, function_response(result, pending=result.pending)
         )

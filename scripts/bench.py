@@ -326,6 +326,31 @@ def bench_growth(runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_web(runs: int) -> dict[str, Any] | None:
+    """Run the web page probe (a run through the page against Agent.stream); ``None`` without
+    the web extra."""
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        return None
+    return _probe_script("_bench_web.py", str(runs))
+
+
+def _web_lines(web: dict[str, Any] | None) -> list[str]:
+    """Render the web page probe (nothing when it did not run)."""
+    if not web:
+        return []
+    wall, cpu = web["wall_ms"], web["cpu_ms"]
+    return [
+        "",
+        f"web page ({web['events']} events a run, served and read over HTTP): "
+        f"{wall['page']:.1f} ms vs Agent.stream {wall['stream']:.1f} ms = {web['ratio']:.3f}x "
+        f"({web['per_event_us']:+.0f} us an event); CPU {cpu['page']:.1f} vs "
+        f"{cpu['stream']:.1f} ms = {web['cpu_ratio']:.3f}x ({web['cpu_per_event_us']:+.0f} us)",
+    ]
+
+
 def bench_mcp(calls: int) -> dict[str, Any] | None:
     """Run the MCP server probe (ours against the SDK's bare server); ``None`` without mcp."""
     try:
@@ -526,6 +551,7 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    lines += _web_lines(results.get("web"))
     served = results.get("mcp")
     if served:
         lines += _mcp_lines(served)
@@ -671,6 +697,9 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
     )
     parser.add_argument(
+        "--no-web", action="store_true", help="skip the web page probe (needs the web extra)"
+    )
+    parser.add_argument(
         "--no-mcp", action="store_true", help="skip the MCP server probe (ours vs the bare SDK)"
     )
     parser.add_argument(
@@ -740,6 +769,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_web:
+                print("probing the web page...", file=sys.stderr, flush=True)
+                results["web"] = bench_web(args.runs if args.runs is not None else 20)
             if not args.no_mcp:
                 print("probing the MCP server...", file=sys.stderr, flush=True)
                 results["mcp"] = bench_mcp(10 * (args.runs if args.runs is not None else 20))

@@ -87,6 +87,7 @@ _OPTIONAL = (
     "agent.cli",
     "agent.dbos",
     "agent.testing",
+    "agent.web",
     "dbos",
     "mcp",
     "opentelemetry",
@@ -192,6 +193,41 @@ def test_event_and_hook_modules():
     assert agent.capabilities.Hooks is agent.Hooks
     assert sorted(agent.hooks.__all__) == agent.hooks.__all__
     assert "DoneEvent" in agent.events.__all__
+
+
+WEB = [
+    "LOOPBACK",
+    "AgentMaker",
+    "AgentOptions",
+    "Conversation",
+    "Conversations",
+    "Entry",
+    "Guard",
+    "PageSettings",
+    "Refused",
+    "ReplayReport",
+    "answer_for",
+    "create_app",
+    "eval_view",
+    "event_json",
+    "fork_point",
+    "host_name",
+    "json_ready",
+    "model_turns",
+    "replay",
+    "trajectory_rows",
+]
+
+
+def test_the_recording_and_the_web_page_modules_are_pinned():
+    import agent.recording
+    import agent.web
+
+    assert agent.recording.__all__ == ["Recording", "TraceNode", "record"]
+    assert agent.web.__all__ == WEB
+    for name in WEB:
+        assert getattr(agent.web, name) is not None
+    assert issubclass(agent.web.Refused, Exception)
 
 
 def test_hook_errors_are_run_errors():

@@ -35,6 +35,7 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
             "--no-micro",
             "--no-compaction",
             "--no-growth",
+            "--no-web",
             "--no-mcp",
             "--no-caching",
             "--no-prime",

@@ -25,6 +25,14 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "web_page.py": [
+        "waits on: Allow deploy",
+        "approve: 202",
+        "again: 409",
+        "result: deployed to staging | Deployed to staging",
+        "replay identical: True",
+        "trace: ['generate_content gemini-2.5-flash', 'execute_tool deploy']",
+    ],
     "routing.py": [
         "gemini-3.1-pro-preview failed (UNAVAILABLE); turn 2 -> gemini-3-flash-preview",
         "billing: filed: notes on billing: ok | turns on gemini-3.1-pro-preview, "

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from agent.cli import batch, batch_status, chat, demo, eval, run, serve, tools, worker
+from agent.cli import batch, batch_status, chat, demo, eval, run, serve, tools, web, worker
 from agent.cli._exits import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
@@ -51,11 +51,18 @@ Start with `toolnexus-agent demo` (no API key needed), then set GEMINI_API_KEY a
 
 {EXIT_CODES_HELP}"""
 
-_SUBCOMMANDS = (run, chat, tools, serve, batch, eval, demo, worker, batch_status)
+_SUBCOMMANDS = (run, chat, tools, serve, web, batch, eval, demo, worker, batch_status)
 
 Command = Callable[[argparse.Namespace], int]
 
-_EXTRAS = {"dbos": "dbos", "sqlalchemy": "dbos", "opentelemetry": "otel", "mcp": "mcp"}
+_EXTRAS = {
+    "dbos": "dbos",
+    "sqlalchemy": "dbos",
+    "opentelemetry": "otel",
+    "mcp": "mcp",
+    "starlette": "web",
+    "uvicorn": "web",
+}
 """The optional libraries, by top-level module, and the extra that installs each."""
 
 

@@ -34,16 +34,25 @@ if TYPE_CHECKING:
     from agent.testing import FakeGemini, Scenario
     from toolnexus import Answer, Request, Toolkit
 
-__all__ = ["add_parser", "command", "demo_data", "run_demo"]
+__all__ = [
+    "REVIEWER_PROMPT",
+    "REVIEWER_TOOLS",
+    "add_parser",
+    "command",
+    "demo_data",
+    "run_demo",
+]
 
 _DEMO_KEY = "demo-key-not-a-secret"
 _PACE = 0.03
 """Seconds between streamed chunks on a terminal, so the events visibly arrive one by one."""
-_REVIEWER_TOOLS = ("read", "grep", "glob")
-_REVIEWER_PROMPT = (
+REVIEWER_TOOLS = ("read", "grep", "glob")
+"""The tools of the tour's ``reviewer`` sub-agent."""
+REVIEWER_PROMPT = (
     "You review short texts before they are sent. Read the file you are given and answer "
     "in one line: is it fit to send?"
 )
+"""The system prompt of the tour's ``reviewer`` sub-agent (``web --demo`` makes it too)."""
 _NEXT = (
     'next: export GEMINI_API_KEY=... and try  toolnexus-agent run "Which files here mention '
     'TODO?"\n'
@@ -219,8 +228,8 @@ def _agents(
         "client": ClientSettings(api_key=_DEMO_KEY, **connection),
         "limits": RunLimits(retry=retry),
     }
-    reading = tn.toolkit(tool for tool in toolkit if tool.name in _REVIEWER_TOOLS)
-    reviewer = Agent(model, reading, system_prompt=_REVIEWER_PROMPT, **shared)
+    reading = tn.toolkit(tool for tool in toolkit if tool.name in REVIEWER_TOOLS)
+    reviewer = Agent(model, reading, system_prompt=REVIEWER_PROMPT, **shared)
     review = reviewer.as_tool(
         name="reviewer", description="Reviews a file before it is sent; give it the file's path."
     )

@@ -486,6 +486,7 @@ def _report(
                 "sample": record["sample"],
                 "failed": [c for c in record.get("checks", []) if not c["passed"]],
                 "error": record.get("error"),
+                "tool_calls": record.get("tool_calls", []),
             }
             for record in samples
             if record and not record.get("passed")
@@ -498,6 +499,9 @@ def _report(
             "duration": round(sum(r.get("duration", 0) for r in samples if r), 3),
             "failures": failures,
         }
+        if case.expect.tools is not None:  # what a failing sample's calls are set against
+            mode, calls = case.expect.tools
+            entry["expected_tools"] = {"mode": mode, "calls": list(calls)}
         scores = [r["score"] for r in samples if r and isinstance(r.get("score"), dict)]
         if scores:
             entry["score"] = {

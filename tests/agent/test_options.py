@@ -161,12 +161,13 @@ def _usd(usage: dict[str, int]) -> float:
 
 
 def test_no_package_reaches_into_anothers_private_modules() -> None:
-    """agent never imports toolnexus._*; agent.cli and agent.dbos never import agent._*."""
+    """agent never imports toolnexus._*; agent.cli, agent.dbos, agent.web never import agent._*."""
     offenders = []
     pattern = {
         "agent": re.compile(r"^\s*(from|import) toolnexus\._"),
         "agent/cli": re.compile(r"^\s*(from|import) agent\._|agent\._[a-z]"),
         "agent/dbos": re.compile(r"^\s*(from|import) agent\._|agent\._[a-z]"),
+        "agent/web": re.compile(r"^\s*(from|import) agent\._|agent\._[a-z]"),
     }
     for folder, rule in pattern.items():
         for path in (ROOT / folder).rglob("*.py"):

@@ -107,6 +107,7 @@ def test_every_subcommand_has_help_with_examples(capsys: pytest.CaptureFixture[s
         "chat",
         "tools",
         "serve",
+        "web",
         "batch",
         "eval",
         "demo",

@@ -136,6 +136,7 @@ def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: P
         "ToolCallEvent",
         "ToolResultEvent",
         "PendingEvent",
+        "ToolResultEvent",  # the call re-run with the answer
         "TextEvent",
         "UsageEvent",
         "DoneEvent",
