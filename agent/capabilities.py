@@ -8,15 +8,19 @@ in the run, whatever the order of the list; one of each kind per agent.
 Example::
 
     from agent import Agent
-    from agent.capabilities import Hooks
+    from agent.capabilities import Hooks, TokenRate
 
-    agent = Agent("gemini-2.5-flash", capabilities=[Hooks(before_tool=guard)])
+    agent = Agent("gemini-2.5-flash", capabilities=[Hooks(before_tool=guard), TokenRate(1_000_000)])
 
 - `Hooks`: your callbacks around model and tool calls.
+- `TokenRate`: at most N prompt tokens (and M requests) in any window of its calls, its
+  sub-agents' included; `RateLedger` is where its entries live (`InMemoryLedger` by default,
+  ``agent.dbos.DatabaseLedger`` across processes).
 """
 
 from __future__ import annotations
 
+from agent._token_rate import Admission, InMemoryLedger, RateLedger, TokenRate
 from agent.hooks import Hooks
 
-__all__ = ["Hooks"]
+__all__ = ["Admission", "Hooks", "InMemoryLedger", "RateLedger", "TokenRate"]
