@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import httpx
 
     from agent import Agent, ApprovalPolicy, ModelSettings, Store
+    from agent.capabilities import TokenRate
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -57,6 +58,8 @@ class AgentFactory:
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
     settings: ModelSettings | None = None
     """The model settings of the flags (``--service-tier``), if any."""
+    rate: TokenRate | None = None
+    """The rate limit of the flags (``--tpm``, ``--rpm``), shared by every agent made."""
 
     def make(
         self,
@@ -80,7 +83,7 @@ class AgentFactory:
             scripted=self.fake is not None,
             model=model or self.model,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
-            **{"settings": self.settings, **options},
+            **{"settings": self.settings, "rate": self.rate, **options},
         )
 
     def report(self, err: TextIO) -> None:
@@ -105,6 +108,7 @@ def make_agent(
     approval: ApprovalPolicy | None = None,
     builtin_tools: Sequence[str] = (),
     settings: ModelSettings | None = None,
+    rate: TokenRate | None = None,
 ) -> Agent:
     """Return the `Agent` of a command: every subcommand's agents are made here.
 
@@ -122,6 +126,8 @@ def make_agent(
         approval: The approval policy (``--approval``), if any.
         builtin_tools: Gemini's own tools (``--builtin-tool``).
         settings: The model settings (``--service-tier``), if any.
+        rate: The rate limit (``--tpm``, ``--rpm``), if any: the same object for every
+            agent of the command.
 
     Raises:
         CliError: The agent's options are wrong (its `ConfigurationError`).
@@ -145,6 +151,7 @@ def make_agent(
             output_type=output_type,
             approval=approval,
             builtin_tools=builtin_tools,
+            capabilities=[rate] if rate is not None else [],
         )
     except ConfigurationError as exc:
         raise CliError(f"toolnexus-agent: {exc}") from None
@@ -186,14 +193,17 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     import httpx
 
     from agent import DEFAULT_MODEL
+    from agent.cli._rate import rate_of, rate_spec
 
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
     settings = flag_settings(args)
+    rate = rate_of(rate_spec(args))
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
-            yield AgentFactory(args.model or DEFAULT_MODEL, http, None, None, builtin, settings)
+            model = args.model or DEFAULT_MODEL
+            yield AgentFactory(model, http, None, None, builtin, settings, rate)
         return
     import yaml
 
@@ -210,7 +220,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings)
+        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings, rate)
 
 
 @contextlib.asynccontextmanager
