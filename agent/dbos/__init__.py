@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
+from agent.dbos._ledger import DatabaseLedger
 from agent.dbos._messages import follow, pending, send
 from agent.dbos._steps import ANSWER_TOPIC, PENDING_EVENT, DbosSteps
 
@@ -36,6 +37,7 @@ __all__ = [
     "ANSWER_TOPIC",
     "EVENTS_STREAM",
     "PENDING_EVENT",
+    "DatabaseLedger",
     "DbosSteps",
     "DurableAgent",
     "follow",
