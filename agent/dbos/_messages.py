@@ -170,5 +170,7 @@ async def follow(run_id: str, *, db: str | None = None) -> AsyncGenerator[Event,
         else:
             events = client.read_stream_async(run_id, EVENTS_STREAM, polling_interval_sec=0.1)
         async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
+            async for entry in events:
+                # One entry per turn (a list); runs of older versions wrote one per event.
+                for event in entry if isinstance(entry, list) else [entry]:
+                    yield event
