@@ -15,7 +15,7 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ModelError, RetryPolicy, RunLimits
-from agent.dbos import ANSWER_TOPIC, DurableAgent, follow, pending, send
+from agent.dbos import ANSWER_TOPIC, EVENTS_STREAM, DurableAgent, follow, pending, send
 from agent.dbos._steps import as_answer
 from agent.errors import ConfigurationError
 from agent.events import DoneEvent, PendingEvent, ToolResultEvent, UsageEvent
@@ -29,7 +29,13 @@ def add(a: int, b: int) -> int:
 
 
 # Created at import time, before DBOS launches, as DBOS wants its workflows.
-ADDING = FakeGemini([reply(function_call("add", {"a": 2, "b": 3})), "2 + 3 = 5"])
+ADDING = FakeGemini(
+    lambda body: (
+        "2 + 3 = 5"
+        if "functionResponse" in body["contents"][-1]["parts"][0]
+        else reply(function_call("add", {"a": 2, "b": 3}))
+    )
+)
 adding = DurableAgent(Agent(toolkit=tn.toolkit([add]), client=ADDING.client()), name="test_adding")
 FAILING = FakeGemini([error(400, "INVALID_ARGUMENT", "bad request")])
 failing = DurableAgent(
@@ -111,6 +117,25 @@ async def test_a_durable_run_returns_its_result_once_and_for_all() -> None:
         "DoneEvent",
     ]
     assert isinstance(events[-1], DoneEvent) and events[-1].result == result
+
+
+async def test_a_durable_run_is_one_step_per_call_and_one_stream_write_per_turn() -> None:
+    await adding.run("What is 2 + 3?", run_id="sum-2")
+    steps = await DBOS.list_workflow_steps_async("sum-2", load_output=False)
+    names = [step["function_name"] for step in steps]
+    # Model, tool (with its begin mark: `add` is not declared idempotent), model; the
+    # stream writes of the two turns, and its close.
+    assert [name for name in names if name.startswith("toolnexus.")] == [
+        "toolnexus.model_call",
+        "toolnexus.tool:add:begin",
+        "toolnexus.tool:add",
+        "toolnexus.model_call",
+    ]
+    entries = [entry async for entry in DBOS.read_stream_async("sum-2", EVENTS_STREAM)]
+    assert [[type(e).__name__ for e in entry] for entry in entries] == [
+        ["UsageEvent", "ToolCallEvent", "ToolResultEvent"],
+        ["TextEvent", "UsageEvent", "DoneEvent"],
+    ]
 
 
 async def test_a_failed_model_call_raises_the_usual_error_with_its_partial_result() -> None:
