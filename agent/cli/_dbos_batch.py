@@ -46,7 +46,7 @@ from agent.cli._options import read_system
 from agent.cli._rate import rate_of, rate_spec
 from agent.cli._records import crashed_record, result_record
 from agent.cli.run import with_files
-from agent.dbos import DatabaseLedger, DbosSteps, run_durably
+from agent.dbos import DatabaseLedger, DbosSteps, engine_options, run_durably
 from agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -133,6 +133,7 @@ def dbos_config(url: str, executor_id: str | None = None) -> DBOSConfig:
         "application_version": APP_VERSION,
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.1,
+        "db_engine_kwargs": engine_options(url),  # SQLite: a commit need not wait for the disk
     }
     if executor_id is not None:
         config["executor_id"] = executor_id

@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
 from agent.dbos._ledger import DatabaseLedger
 from agent.dbos._messages import follow, pending, send
+from agent.dbos._options import engine_options
 from agent.dbos._steps import ANSWER_TOPIC, PENDING_EVENT, DbosSteps
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "DatabaseLedger",
     "DbosSteps",
     "DurableAgent",
+    "engine_options",
     "follow",
     "pending",
     "run_durably",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from agent.capabilities import Admission
+from agent.dbos._options import engine_options
 
 if TYPE_CHECKING:
     from agent.capabilities import TokenRate
@@ -140,9 +141,9 @@ class DatabaseLedger:
         if url.drivername in ("postgresql", "postgres"):
             url = url.set(drivername="postgresql+psycopg")
         if url.drivername.startswith("sqlite"):
-            engine = sa.create_engine(
-                url, connect_args={"timeout": 30}, isolation_level="AUTOCOMMIT"
-            )
+            # The lock is taken by hand (BEGIN IMMEDIATE); a commit need not wait for the disk.
+            options = engine_options(self.url) or {"connect_args": {"timeout": 30}}
+            engine = sa.create_engine(url, isolation_level="AUTOCOMMIT", **options)
         else:
             engine = sa.create_engine(url, pool_pre_ping=True)
         try:
