@@ -76,8 +76,9 @@ async def run_durably(
     finally:
         steps.publish = None
         if events is not None:
+            # The stream ends with the workflow (readers stop at its DoneEvent, or when it
+            # has ended): closing it would be one more database write.
             await events.flush()
-            await DBOS.close_stream_async(EVENTS_STREAM)
     assert result is not None
     return result
 
