@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,15 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ModelError, RetryPolicy, RunLimits
-from agent.dbos import ANSWER_TOPIC, EVENTS_STREAM, DurableAgent, follow, pending, send
+from agent.dbos import (
+    ANSWER_TOPIC,
+    EVENTS_STREAM,
+    DurableAgent,
+    engine_options,
+    follow,
+    pending,
+    send,
+)
 from agent.dbos._steps import as_answer
 from agent.errors import ConfigurationError
 from agent.events import DoneEvent, PendingEvent, ToolResultEvent, UsageEvent
@@ -93,10 +102,21 @@ other_run = DurableAgent(
 @pytest.fixture(scope="module", autouse=True)
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     database = tmp_path_factory.mktemp("dbos") / "runs.sqlite"
-    DBOS(config={"name": "durable-tests", "system_database_url": f"sqlite:///{database}"})
+    url = f"sqlite:///{database}"
+    options = engine_options(url)  # as docs/durable.md advises
+    DBOS(config={"name": "durable-tests", "system_database_url": url, "db_engine_kwargs": options})
     DBOS.launch()
     yield
     DBOS.destroy()
+    with sqlite3.connect(database) as connection:
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+    assert mode == "wal"
+
+
+def test_engine_options_leave_postgres_to_dbos() -> None:
+    assert engine_options("postgresql://agent@db/runs") == {}
+    assert engine_options("sqlite:///:memory:") == {}
+    assert set(engine_options("sqlite:///runs.sqlite")) == {"creator"}
 
 
 async def test_a_durable_run_returns_its_result_once_and_for_all() -> None:
