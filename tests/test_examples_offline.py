@@ -25,6 +25,7 @@ EXPECTED = {
         "files: ['hello.txt']",
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
+    "token_rate.py": ["6 runs, 18 requests", "researcher ask", "at most 6,000 tokens per 2 s"],
 }
 
 

@@ -200,6 +200,22 @@ async def test_compactions_summary_call_goes_through_the_limit() -> None:
     assert len(ledger.admitted) == len(ledger.settled) == 3
 
 
+async def test_stream_and_compact_go_through_the_limit_too() -> None:
+    fake = FakeGemini(["one", "two", "Notes: two exchanges.", "three"])
+    ledger = Recording()
+    agent = Agent(
+        compaction=Compaction(keep_recent_turns=1),
+        client=ClientSettings(api_key="test", http_client=fake.http_client()),
+        capabilities=[TokenRate(100_000, ledger=ledger)],
+    )
+    first = await agent.run("first " * 50)
+    events = [event async for event in agent.stream("second", history=first.contents)]
+    compacted = await agent.compact(events[-1].result.contents)  # type: ignore[attr-defined]
+    assert compacted.status == "completed"
+    assert len(fake.requests) == 3  # a run, a streamed run, compact's summary call
+    assert len(ledger.admitted) == len(ledger.settled) == 3
+
+
 async def test_every_attempt_counts_and_the_retry_waits_the_servers_delay() -> None:
     fake = FakeGemini([error(429, "RESOURCE_EXHAUSTED", retry_delay=0.2), "Done."])
     ledger = Recording()

@@ -16,6 +16,7 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ModelError, RetryPolicy, RunLimits
+from agent.capabilities import Admission, InMemoryLedger, TokenRate
 from agent.dbos import (
     ANSWER_TOPIC,
     EVENTS_STREAM,
@@ -57,6 +58,27 @@ ASKING = FakeGemini(
 asking = DurableAgent(
     Agent(toolkit=tn.build(builtins={"tools": {"bash": False}}), client=ASKING.client()),
     name="test_asking",
+)
+
+
+class CountingLedger(InMemoryLedger):
+    """The default ledger, counting the calls it let through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.admitted = 0
+
+    async def admit(self, tokens: int, rate: TokenRate) -> Admission:
+        admission = await super().admit(tokens, rate)
+        self.admitted += admission.entry is not None
+        return admission
+
+
+LIMITED_LEDGER = CountingLedger()
+LIMITED = FakeGemini(lambda body: "Done.")
+limited = DurableAgent(
+    Agent(client=LIMITED.client(), capabilities=[TokenRate(10_000, ledger=LIMITED_LEDGER)]),
+    name="test_limited",
 )
 
 
@@ -156,6 +178,13 @@ async def test_a_durable_run_is_one_step_per_call_and_one_stream_write_per_turn(
         ["UsageEvent", "ToolCallEvent", "ToolResultEvent"],
         ["TextEvent", "UsageEvent", "DoneEvent"],
     ]
+
+
+async def test_a_durable_runs_calls_go_through_its_token_rate_once() -> None:
+    first = await limited.run("hello", run_id="limited-1")
+    again = await limited.run("hello", run_id="limited-1")  # its result, read back
+    assert first == again and first.text == "Done."
+    assert len(LIMITED.requests) == LIMITED_LEDGER.admitted == 1
 
 
 async def test_a_failed_model_call_raises_the_usual_error_with_its_partial_result() -> None:
