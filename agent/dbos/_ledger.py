@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from agent.capabilities import TokenRate
 
 __all__ = ["IN_FLIGHT", "DatabaseLedger"]
+
+logger = logging.getLogger("agent")
+
+_LOST = (sa.exc.OperationalError, sa.exc.InterfaceError, OSError)
+"""What a lost or unreachable database raises."""
 
 IN_FLIGHT = 600.0
 """Seconds beyond the window an unsettled entry counts (its process may have died)."""
@@ -73,12 +79,27 @@ class DatabaseLedger:
         return f"DatabaseLedger({sa.make_url(self.url).render_as_string()!r}, name={self.name!r})"
 
     async def admit(self, tokens: int, rate: TokenRate) -> Admission:
-        """See `agent.capabilities.RateLedger.admit`."""
-        return await asyncio.to_thread(self._admit, tokens, rate)
+        """See `agent.capabilities.RateLedger.admit`.
+
+        A database that cannot be reached lets nothing through: the call looks again a
+        moment later, as when there is no room (a warning is logged).
+        """
+        try:
+            return await asyncio.to_thread(self._admit, tokens, rate)
+        except _LOST as exc:
+            logger.warning("token rate %r: the database is out of reach (%s)", self.name, exc)
+            return Admission(None)
 
     async def settle(self, entry: object, tokens: int, rate: TokenRate) -> None:
-        """See `agent.capabilities.RateLedger.settle`."""
-        await asyncio.to_thread(self._settle, entry, tokens, rate)
+        """See `agent.capabilities.RateLedger.settle`.
+
+        A database that cannot be reached leaves the entry as it was: it counts its
+        estimate until `IN_FLIGHT` seconds beyond the window (a warning is logged).
+        """
+        try:
+            await asyncio.to_thread(self._settle, entry, tokens, rate)
+        except _LOST as exc:
+            logger.warning("token rate %r: the database is out of reach (%s)", self.name, exc)
 
     def close(self) -> None:
         """Close the ledger's connections."""
