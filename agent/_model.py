@@ -7,8 +7,10 @@ the model name is sent verbatim.
 
 The modules behind it, each answering one question about the wire: `agent._client` (the SDK
 client and the key), `agent._contents` (the transcript and the request config),
-`agent._response` (reading a response, unary or streamed) and `agent._api_errors` (what a
-failure means). They, and only they, import ``google.genai``.
+`agent._response` (reading a response, unary or streamed), `agent._api_errors` (what a
+failure means), `agent._media` (files: inline or through the Files API) and
+`agent._batch_wire` (Batch API jobs: creating one from requests, reading its results). They,
+and only they, import ``google.genai``.
 """
 
 from __future__ import annotations

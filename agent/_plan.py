@@ -264,7 +264,7 @@ class RunPlan:
         """Hold the session (if any) and yield the run assembled over it."""
         core = self.core
         # A summary request carries no system instruction: compacting builds none.
-        model = core.model if compacting else await self._model()
+        model = core.model if compacting else self.steps.model_for(await self._model())
         store = core.store() if self.session is not None else None
         async with open_session(store, self.session, model.name) as opened:
             contents = opened.contents if opened.contents is not None else self.history

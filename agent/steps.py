@@ -17,6 +17,9 @@ The rules an implementation relies on:
   awaited.
 - Outcomes cross the seam as values (a `ModelResponse` or a `ModelFailure`, a `ToolResult`),
   never as exceptions, so what a replay hands back needs no exception to be stored.
+- `Steps.model_for` may put another model in front of the run's (the Gemini Batch engine
+  sends the calls in batch jobs this way); the calls still go through the retry policy and
+  the capabilities, so a run reads the same whichever model answers it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
+    from agent._model import Model
     from agent._response import ModelResponse
     from agent._retry import ErrorInfo
     from agent.events import RetryEvent, TextEvent, ThoughtEvent, ToolCall
@@ -81,6 +85,21 @@ class Steps:
             The items of the call, in order (a durable engine may replay recorded ones).
         """
         return call()
+
+    def model_for(self, model: Model) -> Model:
+        """Return the model the run's calls go to (``model``, the agent's, by default).
+
+        Called once when the run is assembled. An engine that makes the calls elsewhere
+        (``agent.batch`` sends them in Gemini Batch API jobs) returns a model that wraps
+        ``model``: it builds requests the same way and answers `Model.call` its own way.
+
+        Args:
+            model: The run's model (the agent's, with the run's system prompt).
+
+        Returns:
+            The model every call of the run goes through.
+        """
+        return model
 
     def tool(self, call: ToolCall) -> ToolStep:
         """Return how executions of the tool behind ``call`` are run.

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import _bench_batchapi  # noqa: E402
 import _bench_durable  # noqa: E402
 import _bench_scenarios as sc  # noqa: E402
 
@@ -461,6 +462,8 @@ def table(results: dict[str, Any]) -> str:
         ]
     if "durable" in results:
         lines += _bench_durable.table(results["durable"])
+    if "batch_api" in results:
+        lines += _bench_batchapi.table(results["batch_api"])
     tk = results.get("toolkit")
     if tk:
         b, d = tk["build"], tk["discover"]
@@ -535,6 +538,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--durable-tasks", type=int, default=1000, help="tasks of the --durable batch [1000]"
     )
+    parser.add_argument(
+        "--batch-api",
+        action="store_true",
+        help="also measure `batch --engine gemini-batch` against the local runner over "
+        "1,000 one-turn tasks, instant jobs (wall and CPU per task; a few minutes)",
+    )
+    parser.add_argument(
+        "--batch-api-tasks", type=int, default=1000, help="tasks of --batch-api [1000]"
+    )
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = sorted(set(scenarios) - set(sc.SCENARIOS))
@@ -576,6 +588,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)
+            if args.batch_api:
+                print("measuring the Gemini Batch engine...", file=sys.stderr, flush=True)
+                results["batch_api"] = _bench_batchapi.bench_batch_api(args.batch_api_tasks)
             if not args.no_micro:
                 print("probing imports and toolkit build...", file=sys.stderr, flush=True)
                 results["imports"] = bench_imports(args.repeats)

@@ -195,3 +195,9 @@ def test_event_and_hook_modules():
 def test_hook_errors_are_run_errors():
     assert issubclass(agent.HookError, agent.RunError)
     assert issubclass(agent.RunError, agent.AgentError)
+
+
+def test_the_batch_module_is_pinned():
+    import agent.batch
+
+    assert agent.batch.__all__ == ["INLINE_LIMIT", "GeminiBatch", "JobNote", "Task"]

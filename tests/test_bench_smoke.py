@@ -68,3 +68,22 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
     assert pair["server_request_ms"]["p50"] > 0
     assert "pair" in done.stdout and "x floor" in done.stdout
     assert "import + init + first run" in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_bench_batch_api_probe_runs_both_runners() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "_bench_batchapi.py"), "20"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["tasks"] == 20 and data["jobs"] == 1 and data["fake_failures"] == []
+    for side in ("local", "gemini_batch"):
+        assert data[side]["wall_s"] > 0 and data[side]["cpu_s"] > 0
+    assert data["cpu_ratio"] == pytest.approx(
+        data["gemini_batch"]["cpu_s"] / data["local"]["cpu_s"]
+    )

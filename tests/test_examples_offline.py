@@ -26,6 +26,12 @@ EXPECTED = {
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
     "token_rate.py": ["6 runs, 18 requests", "researcher ask", "at most 6,000 tokens per 2 s"],
+    "gemini_batch.py": [
+        "batches/fakebatch000002: 3 requests sent (inline)",
+        "oslo: It is rain, 12 C. ($0.00110, 2 turns)",
+        "the same task, direct: $0.00220",
+        "run again: It is rain, 12 C. with 2 jobs in all",
+    ],
 }
 
 

@@ -15,10 +15,11 @@ def add_engine_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("distributed batch (--engine dbos)")
     group.add_argument(
         "--engine",
-        choices=("local", "dbos"),
+        choices=("local", "dbos", "gemini-batch"),
         default="local",
         help="local: run here into --out (default); dbos: enqueue the tasks for "
-        "`toolnexus-agent worker` processes",
+        "`toolnexus-agent worker` processes; gemini-batch: run here, with the model calls "
+        "in Gemini Batch API jobs at half the price (see the Gemini Batch API flags)",
     )
     add_db_flag(group)
     group.add_argument(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._engine_flags import add_engine_flags
 from agent.cli._exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
+from agent.cli._gemini_batch import add_gemini_batch_flags, check_gemini_batch_flags
 from agent.cli._logs import agent_log
 from agent.cli._model import open_agents
 from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, yaml_problem
@@ -141,7 +142,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=4,
         metavar="N",
-        help="tasks run at the same time (default: 4)",
+        help="tasks run at the same time (default: 4; with --engine gemini-batch: tool "
+        "calls run at the same time, every task being in the same job)",
     )
     parser.add_argument(
         "--output-schema",
@@ -170,6 +172,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_rate_flags(parser, requests=False)
     add_approval_flag(parser, batch=True)
     add_engine_flags(parser)
+    add_gemini_batch_flags(parser, engine_flag=False)
     parser.set_defaults(command=command, unattended=True)
 
 
@@ -404,9 +407,9 @@ class _Progress:
 
     def finished(self, record: Mapping[str, Any], retries: Sequence[RetryEvent] = ()) -> None:
         for retry in retries:
-            self._note(f"{record['id']}: {describe_retry(retry)}")
+            self.note(f"{record['id']}: {describe_retry(retry)}")
         if self.tty and record.get("denied"):
-            self._note(f"{record['id']}: refused without approval: {', '.join(record['denied'])}")
+            self.note(f"{record['id']}: refused without approval: {', '.join(record['denied'])}")
         self.running -= 1
         self.done += 1
         status = str(record["status"])
@@ -437,7 +440,7 @@ class _Progress:
         self.err.flush()
         self._drawn = len(line)
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         """Write a line of its own (over the bar on a terminal; it is drawn again next)."""
         if self.tty:
             self.err.write("\r" + text.ljust(self._drawn) + "\n")
@@ -523,6 +526,8 @@ def command(args: argparse.Namespace) -> int:
     if args.budget_usd is not None and args.budget_usd < 0:
         raise CliError(f"--budget-usd must be 0 or more, got {args.budget_usd}")
     tasks = load_tasks(args.tasks)
+    if args.engine == "gemini-batch":
+        check_gemini_batch_flags(args, "batch")
     if args.engine == "dbos":
         from agent.cli._dbos_batch import submit
 
@@ -562,8 +567,11 @@ def _run_batch(
     try:
         if todo and budget.allows():
             with agent_log(args.verbose):
+                runner = _batch
+                if args.engine == "gemini-batch":
+                    from agent.cli._gemini_batch import batch_in_jobs as runner
                 asyncio.run(
-                    _batch(args, todo, own, system, output, progress, finished, budget, deps_for)
+                    runner(args, todo, own, system, output, progress, finished, budget, deps_for)
                 )
     except KeyboardInterrupt:
         progress.close()

@@ -20,13 +20,14 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._exits import EXIT_FAILED, EXIT_OK, CliError
+from agent.cli._gemini_batch import add_gemini_batch_flags, check_gemini_batch_flags
 from agent.cli._logs import agent_log
 from agent.cli._model import (
     AgentFactory,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 
     from agent import Agent, RunResult
     from agent.evals import Check, EvalCase, EvalFile
+    from agent.steps import Steps
     from toolnexus import Tool, Toolkit
 
 __all__ = ["add_parser", "command"]
@@ -151,6 +153,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_agent_flags(parser)
     add_rate_flags(parser)
     add_approval_flag(parser, batch=True)
+    add_gemini_batch_flags(parser, engine_flag=True)
     parser.set_defaults(command=command, unattended=True)
 
 
@@ -178,8 +181,7 @@ def command(args: argparse.Namespace) -> int:
     """Run ``eval`` and return its exit code."""
     from agent.evals import load_evals
 
-    if args.fake is not None:
-        raise CliError("eval: --fake plays one script for every call; use --offline instead")
+    _check_flags(args)
     args.output_type = load_output_type(args.output_schema)
     try:
         evals = load_evals(args.evals)
@@ -221,6 +223,18 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_OK if report["passed"] else EXIT_FAILED
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse flags that do not fit the command (or the engine).
+
+    Raises:
+        CliError: One was given.
+    """
+    if args.fake is not None:
+        raise CliError("eval: --fake plays one script for every call; use --offline instead")
+    if args.engine == "gemini-batch":
+        check_gemini_batch_flags(args, "eval")
+
+
 class _Runner:
     """Runs samples: a workspace, an agent, the run, the checks and the rubric."""
 
@@ -251,6 +265,10 @@ class _Runner:
                 models = [self._model(job.case) for job in todo]
                 check_tool_mix_flags(self.factory, models, self.toolkit)
 
+            if self.args.engine == "gemini-batch":
+                await self._in_jobs(todo, output, progress)
+                return
+
             async def one(job: _Job) -> None:
                 progress.started()
                 record = await self.sample(job)
@@ -259,7 +277,26 @@ class _Runner:
 
             await run_all(todo, self.args.concurrency, one)
 
-    async def sample(self, job: _Job) -> dict[str, Any]:
+    async def _in_jobs(self, todo: Sequence[_Job], output: _Output, progress: _Progress) -> None:
+        """Run every sample at once, the model calls (the judge's too) in batch jobs."""
+        from agent.cli._gemini_batch import engine, job_printer, state_path
+
+        batch = engine(self.args, sys.stderr, job_printer(sys.stderr, progress.note))
+
+        def sample(job: _Job) -> Callable[[Steps], Awaitable[dict[str, Any]]]:
+            return lambda steps: self.sample(job, steps)
+
+        def done(_: str, record: dict[str, Any]) -> None:
+            output.append(record)
+            progress.finished(record)
+
+        for _ in todo:
+            progress.started()
+        await batch.run_tasks({job.id: sample(job) for job in todo}, on_done=done)
+        state_path(self.args.out).unlink(missing_ok=True)
+
+    async def sample(self, job: _Job, steps: Steps | None = None) -> dict[str, Any]:
+        """Run one sample and check it; ``steps`` are the batch engine's, if it runs them."""
         from agent.evals import Check, check, score
 
         case = job.case
@@ -270,12 +307,12 @@ class _Runner:
             async with self._agent(case) as agent:
                 deps = await self._deps(case)
                 try:
-                    result = await agent.run(case.prompt, deps=deps)
+                    result = await agent.plan(case.prompt, deps=deps, steps=steps).result()
                 except RunError as exc:
                     result, record["error"] = exc.result, str(exc)
             checks = check(case.expect, result)
             if case.expect.rubric:
-                checks.append(await self._judge(case, result.text))
+                checks.append(await self._judge(case, result.text, steps))
         except (CliError, ConfigurationError, OSError) as exc:
             record["error"] = str(exc)
             checks = [Check("run", False, str(exc))]
@@ -382,8 +419,8 @@ class _Runner:
             toolkit, http=http, api_key=key, scripted=key is not None, model=model, **settings
         )
 
-    async def _judge(self, case: EvalCase, text: str) -> Check:
-        """Ask the judge model whether ``text`` meets the case's rubric."""
+    async def _judge(self, case: EvalCase, text: str, steps: Steps | None = None) -> Check:
+        """Ask the judge model whether ``text`` meets the rubric (in a job, given steps)."""
         from agent.evals import Check
         from toolnexus import Toolkit
 
@@ -401,7 +438,7 @@ class _Runner:
                 judge = self._make(
                     Toolkit(), http, key, model=model, system=_JUDGE_SYSTEM, max_turns=1
                 )
-                verdict = (await judge.run(prompt)).text.strip()
+                verdict = (await judge.plan(prompt, steps=steps).result()).text.strip()
         except (RunError, ConfigurationError, OSError) as exc:
             # The judge's failure fails this sample's rubric; the other samples go on.
             return Check(name, False, f"the judge failed: {exc}")

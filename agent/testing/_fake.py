@@ -15,6 +15,7 @@ import httpx
 
 from agent._known_models import known_models, retired
 from agent.errors import AgentError
+from agent.testing._batches import BatchStore
 from agent.testing._files import FileStore
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
@@ -63,8 +64,9 @@ class RecordedRequest:
     """``v1``, ``v1beta`` (``""`` when the path is not a Gemini path)."""
     model: str
     """The model named in the path, without ``models/``."""
-    kind: Literal["unary", "stream"]
-    """``unary`` for ``generateContent``, ``stream`` for ``streamGenerateContent``."""
+    kind: Literal["unary", "stream", "batch"]
+    """``unary`` for ``generateContent``, ``stream`` for ``streamGenerateContent``, ``batch``
+    for a request of a batch job (recorded when the job runs)."""
     body: Any
     """The parsed JSON body with every protocol key in camelCase (user data untouched)."""
     headers: dict[str, str]
@@ -134,7 +136,7 @@ def _unknown_model(record: RecordedRequest) -> Outcome:
             f"code to use models/{successor}."
         )
     else:
-        method = "streamGenerateContent" if record.kind == "stream" else "generateContent"
+        method = _METHOD_OF[record.kind]
         message = (
             f"models/{record.model} is not found for API version {record.api_version}, or is "
             f"not supported for {method}. Call ListModels to see the list of available "
@@ -142,6 +144,12 @@ def _unknown_model(record: RecordedRequest) -> Outcome:
         )
     return _error_outcome(404, "NOT_FOUND", message)
 
+
+_METHOD_OF = {
+    "unary": "generateContent",
+    "stream": "streamGenerateContent",
+    "batch": "batchGenerateContent",
+}
 
 _Entry = Reply | ErrorReply | Delayed | Checked
 _JSON_HEADERS = {"content-type": "application/json; charset=UTF-8"}
@@ -273,9 +281,13 @@ class FakeGemini:
         }
         """The model names this fake serves (any other gets ``404 NOT_FOUND``)."""
         self.requests: list[RecordedRequest] = []
-        """Every model request received, in order (Files API requests are in ``files``)."""
+        """Every model request received, in order (Files API requests are in ``files``,
+        Batch API requests in ``batches``; a batch job's own requests are recorded here, kind
+        ``batch``, when the job runs)."""
         self.files = FileStore()
         """The Files API: uploaded files, their requests, how long they stay processing."""
+        self.batches = BatchStore()
+        """The Batch API: its jobs, how they progress and end, its requests."""
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self.shed_retry_delay = shed_retry_delay
@@ -419,7 +431,43 @@ class FakeGemini:
         with self._state.lock:
             if self.files.owns(path):
                 return self.files.handle(method, path, query, headers, raw, self._check_key)
+            if self.batches.owns(path):
+                return self._handle_batches(method, path, query, headers, raw)
             return self._handle_locked(method, path, query, headers, raw)
+
+    def _handle_batches(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
+    ) -> Outcome:
+        def models(model: str) -> Outcome | None:
+            if not self.strict or model in self.models:
+                return None
+            version = path.split("/")[1]
+            return _unknown_model(RecordedRequest(0, path, version, model, "batch", None, {}))
+
+        return self.batches.handle(
+            method,
+            path,
+            query,
+            raw,
+            check_key=lambda: self._check_key(headers, query),
+            models=models,
+            files=self.files,
+            answer=self._answer_batched,
+        )
+
+    def _answer_batched(self, api_version: str, model: str, body: Any) -> Outcome:
+        """Answer one request of a batch job as ``generateContent`` would (checks, script)."""
+        path = f"/{api_version}/models/{model}:batchGenerateContent"
+        record = RecordedRequest(len(self.requests), path, api_version, model, "batch", body, {})
+        self.requests.append(record)
+        outcome = self._refused(record)
+        if outcome is None:
+            value = self._next_reply(record)
+            outcome = value if isinstance(value, Outcome) else self._emit(value, record, False)
+        record.status = outcome.status
+        if outcome.status != 200:
+            record.error = json.loads(outcome.chunks[0]).get("error", {}).get("message")
+        return outcome
 
     def _handle_locked(
         self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes

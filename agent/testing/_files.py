@@ -7,6 +7,8 @@ and answers its URL in ``X-Goog-Upload-URL``; the bytes go there (``upload`` and
 ``{"file": File}`` in state ``PROCESSING``. ``GET /{version}/files/{id}`` answers the File;
 it turns ``ACTIVE`` (or `FileStore.outcome`) after `FileStore.processing_gets` checks. A
 request whose ``fileData`` names an unknown file, or one not yet ``ACTIVE``, is refused.
+Files the fake writes itself (a batch job's results) are ``GENERATED``: only they can be
+downloaded (``GET /{version}/files/{id}:download?alt=media``), as on the real API.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ FILES_URI = "https://generativelanguage.googleapis.com/v1beta/files/"
 
 _UPLOAD = re.compile(r"/upload/(?:v1|v1beta|v1alpha)/files$")
 _GET = re.compile(r"/(?:v1|v1beta|v1alpha)/files/(?P<id>[a-z0-9-]{1,40})$")
+_DOWNLOAD = re.compile(r"/(?:v1|v1beta|v1alpha)/files/(?P<id>[a-z0-9-]{1,40}):download$")
 _URI = re.compile(r"https://generativelanguage\.googleapis\.com/(?:v1|v1beta|v1alpha)/files/(.+)$")
 _JSON = {"content-type": "application/json; charset=UTF-8"}
 
@@ -41,6 +44,8 @@ class StoredFile:
     data: bytes
     state: str = "PROCESSING"
     gets: int = 0
+    source: str = "UPLOADED"
+    """``UPLOADED`` (sent by a client) or ``GENERATED`` (written by the fake: downloadable)."""
 
     def resource(self) -> dict[str, Any]:
         """Return the File resource (camelCase JSON) as the API answers it."""
@@ -50,8 +55,10 @@ class StoredFile:
             "sizeBytes": str(len(self.data)),
             "uri": FILES_URI + self.id,
             "state": self.state,
-            "source": "UPLOADED",
+            "source": self.source,
         }
+        if self.source == "GENERATED":
+            found["downloadUri"] = f"{FILES_URI}{self.id}:download?alt=media"
         if self.display_name is not None:
             found["displayName"] = self.display_name
         if self.state == "FAILED":
@@ -83,7 +90,14 @@ class FileStore:
 
     def owns(self, path: str) -> bool:
         """Tell whether ``path`` is a Files API path."""
-        return bool(_UPLOAD.search(path) or _GET.search(path))
+        return bool(_UPLOAD.search(path) or _GET.search(path) or _DOWNLOAD.search(path))
+
+    def generated(self, data: bytes, mime_type: str, display_name: str | None) -> StoredFile:
+        """Store a file the fake wrote itself (``GENERATED``, ``ACTIVE``, downloadable)."""
+        file_id = f"fake{len(self.files) + 1:06d}"
+        stored = StoredFile(file_id, mime_type, display_name, data, "ACTIVE", source="GENERATED")
+        self.files[file_id] = stored
+        return stored
 
     def handle(
         self,
@@ -100,6 +114,8 @@ class FileStore:
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         if method == "GET" and (found := _GET.search(path)):
             return check_key(headers, query) or self._get(found["id"])
+        if method == "GET" and (found := _DOWNLOAD.search(path)):
+            return check_key(headers, query) or self._download(found["id"], params)
         if method != "POST" or not _UPLOAD.search(path):
             return _error(404, "NOT_FOUND", f"FakeGemini: no Files API method {method} {path}.")
         if "upload_id" in params:
@@ -167,6 +183,21 @@ class FileStore:
         if stored.state == "PROCESSING" and stored.gets > self.processing_gets:
             stored.state = self.outcome
         return Outcome(200, _JSON, [json.dumps(stored.resource()).encode()])
+
+    def _download(self, file_id: str, params: Mapping[str, str]) -> Outcome:
+        stored = self.files.get(file_id)
+        if stored is None:
+            return _missing(file_id)
+        if params.get("alt") != "media":
+            return _error(400, "INVALID_ARGUMENT", "FakeGemini downloads with ?alt=media only.")
+        if stored.source != "GENERATED":
+            # The fake's wording; the SDK refuses this itself for a File without downloadUri.
+            return _error(
+                400,
+                "INVALID_ARGUMENT",
+                f"Only generated files can be downloaded; {file_id} was uploaded.",
+            )
+        return Outcome(200, {"content-type": stored.mime_type}, [stored.data])
 
     def check_uses(self, body: Any) -> Outcome | None:
         """Refuse a request whose ``fileData`` names an unknown or not-yet-active file.

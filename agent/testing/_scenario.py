@@ -6,6 +6,7 @@ reply, in the vocabulary of the reply builders::
     description: The model reads a file, then answers.
     prompt: What does notes.txt say?        # optional, for runners such as the demo
     strict: true                            # optional (default true)
+    batches: {progression: [], endings: [FAILED]}   # Batch API jobs (optional; see FakeGemini)
     turns:
       - thought: I should read the file.    # a thought part first (optional)
         calls:                              # function calls; several = parallel calls
@@ -116,7 +117,12 @@ class Scenario:
         model = self.extra.get("model")
         if isinstance(model, str) and model:
             kwargs["extra_models"] = [*kwargs.get("extra_models", ()), model]
-        return FakeGemini(list(self.turns), **kwargs)
+        fake = FakeGemini(list(self.turns), **kwargs)
+        batches = self.extra.get("batches") or {}
+        if "progression" in batches:
+            fake.batches.progression = tuple(batches["progression"])
+        fake.batches.endings = list(batches.get("endings") or ())
+        return fake
 
 
 def read_scenario(source: str | Path | Mapping[str, Any] | list[Any]) -> Scenario:
@@ -157,6 +163,7 @@ def read_scenario(source: str | Path | Mapping[str, Any] | list[Any]) -> Scenari
     }
     turns = [_turn(turn, index, captures, names) for index, turn in enumerate(data["turns"])]
     extra = {k: v for k, v in data.items() if k not in ("turns", "description", "prompt", "strict")}
+    _check_batches(extra.get("batches"))
     return Scenario(
         turns=turns,
         description=str(data.get("description") or ""),
@@ -164,6 +171,25 @@ def read_scenario(source: str | Path | Mapping[str, Any] | list[Any]) -> Scenari
         strict=bool(data.get("strict", True)),
         extra=extra,
     )
+
+
+_BATCH_STATES = frozenset({"PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED"})
+
+
+def _check_batches(batches: Any) -> None:
+    """Check the scenario's ``batches``: ``progression`` and ``endings``, lists of states.
+
+    Raises:
+        ScenarioError: It is not such a mapping.
+    """
+    if batches is None:
+        return
+    if not isinstance(batches, Mapping) or set(batches) - {"progression", "endings"}:
+        raise ScenarioError("'batches' is a mapping of 'progression' and 'endings' (lists)")
+    for name in ("progression", "endings"):
+        states = batches.get(name) or []
+        if not isinstance(states, list) or not {str(s).upper() for s in states} <= _BATCH_STATES:
+            raise ScenarioError(f"batches.{name} is a list of {', '.join(sorted(_BATCH_STATES))}")
 
 
 def load_scenario(source: str | Path | Mapping[str, Any] | list[Any], **kwargs: Any) -> FakeGemini:

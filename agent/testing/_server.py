@@ -31,6 +31,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._serve()
 
+    def do_DELETE(self) -> None:
+        self._serve()
+
     def _serve(self) -> None:
         path, _, query = self.path.partition("?")
         length = int(self.headers.get("content-length") or 0)
