@@ -284,7 +284,9 @@ class TokenRate(Capability):
 
     def start(self, run: RunState) -> RunCapability:
         """Return the run's state: its calls go through this limit and its ancestors'."""
-        return _RateRun(_register(run, (self, *_limits_of(run.parent))))
+        # The same limit given to a sub-agent and its parent counts each call once.
+        limits = tuple(dict.fromkeys((self, *_limits_of(run.parent))))
+        return _RateRun(_register(run, limits))
 
 
 class _Inherited(Capability):

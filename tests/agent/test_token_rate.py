@@ -181,6 +181,29 @@ async def test_a_sub_agents_own_limit_applies_beside_its_parents() -> None:
     assert (len(own.admitted), len(parents.admitted)) == (1, 3)
 
 
+async def test_one_limit_given_to_a_sub_agent_and_its_parent_counts_each_call_once() -> None:
+    def model(body: dict[str, Any]) -> Any:
+        part = body["contents"][-1]["parts"][0]
+        if part.get("text") == "look":
+            return "found it"
+        if "functionResponse" in part:
+            return "All done."
+        return reply(function_call("researcher", {"task": "look"}))
+
+    fake = FakeGemini(model)
+    http = fake.http_client()
+    ledger = Recording()
+    rate = TokenRate(100_000, ledger=ledger)
+    researcher = Agent(client=ClientSettings(api_key="test", http_client=http), capabilities=[rate])
+    lead = Agent(
+        toolkit=tn.toolkit([researcher.as_tool(name="researcher", description="Researches.")]),
+        client=ClientSettings(api_key="test", http_client=http),
+        capabilities=[rate],
+    )
+    await lead.run("Research it")
+    assert len(ledger.admitted) == len(fake.requests) == 3
+
+
 async def test_compactions_summary_call_goes_through_the_limit() -> None:
     counted = {"promptTokenCount": 5_000, "candidatesTokenCount": 2, "totalTokenCount": 5_002}
     fake = FakeGemini(
