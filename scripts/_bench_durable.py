@@ -379,16 +379,14 @@ def _workers(
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start ``count`` workers, wait until each is ready, stop them afterwards."""
     logs = [folder / f"worker-{i}.log" for i in range(count)]
-    processes = [
-        subprocess.Popen(
-            command,
-            env=env,
-            cwd=folder,
-            stdout=subprocess.DEVNULL,
-            stderr=log.open("w"),
-        )
-        for log in logs
-    ]
+    processes = []
+    for log in logs:
+        with log.open("w") as err:  # the child keeps its own copy of the descriptor
+            processes.append(
+                subprocess.Popen(
+                    command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=err
+                )
+            )
     try:
         deadline = time.monotonic() + 120
         while not all("ready" in log.read_text() for log in logs):
