@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from agent._store import MemoryStore, Store
     from agent._store_sqlite import SqliteStore
     from agent._transcript import Transcript
-    from agent.hooks import Hooks, ModelRequest, Veto
+    from agent.hooks import Hooks, ModelRequest, TurnSettings, TurnState, Veto
     from agent.steps import Steps
 
 _LAZY = {
@@ -79,6 +79,8 @@ _LAZY = {
     "Transcript": "agent._transcript",
     "Hooks": "agent.hooks",
     "ModelRequest": "agent.hooks",
+    "TurnSettings": "agent.hooks",
+    "TurnState": "agent.hooks",
     "Veto": "agent.hooks",
     "load_agents": "agent._agent_files",
     "load_agents_async": "agent._agent_files",
@@ -147,6 +149,8 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "TranscriptVersionError",
+    "TurnSettings",
+    "TurnState",
     "UnknownModelWarning",
     "Usage",
     "UsageLimits",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
 from agent._builtin_tools import BuiltinTools, check_tool_mix
+from agent._capabilities import accepts_schema_with_tools
 from agent._capability import Capability, RequestShape
 from agent._client import ClientSettings
 from agent._cost import price_table
@@ -19,9 +20,11 @@ from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._options import ModelSettings, RunLimits, split_legacy
 from agent._plan import AgentCore, RunPlan, SystemPrompt, capabilities_of
+from agent._routing import ModelChain, Routing
 from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
 from agent._tiers import ServiceTiers, client_for_tier
+from agent._turns import StopAtTools, TurnPolicy
 from agent.errors import AgentError, ConfigurationError
 from agent.events import Event
 from agent.hooks import Hooks
@@ -68,7 +71,7 @@ class Agent:
 
     def __init__(
         self,
-        model: str = DEFAULT_MODEL,
+        model: str | Sequence[str] = DEFAULT_MODEL,
         toolkit: Toolkit | None = None,
         *,
         system_prompt: str | SystemPrompt | None = None,
@@ -88,7 +91,9 @@ class Agent:
         """Set up the model client, the request and the loop's limits; nothing is sent yet.
 
         Args:
-            model: The Gemini model name, sent verbatim.
+            model: The Gemini model name, sent verbatim; or a list of names: the first is
+                the agent's model, and a turn whose call fails for good (overloaded, out of
+                quota, after its retries) goes to the next (see the routing docs).
             toolkit: The tools the model may call (none by default).
             system_prompt: Instructions sent with every request, before the skills catalog;
                 or a function (sync or async) of the run's ``deps`` that returns them,
@@ -141,8 +146,11 @@ class Agent:
             capabilities = [*capabilities, hooks]
         settings, limits, client_options = split_legacy(legacy, settings, limits)
         client = _client_of(client, client_options)
+        self.models: tuple[str, ...] = _models_of(model)
+        """The model names: the agent's, then those it falls back to."""
+        model = self.models[0]
         self.model = model
-        """The model name."""
+        """The model name (the first of `models`)."""
         self.toolkit = toolkit if toolkit is not None else Toolkit()
         """The tools the model may call."""
         self.settings = settings
@@ -161,6 +169,7 @@ class Agent:
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         typed = _typed_output(output_type, settings, limits)
+        routing = Routing.of(self.models, capabilities, limits)
         features = capabilities_of(
             capabilities,
             approval=ApprovalPolicy.of(approval),
@@ -168,6 +177,9 @@ class Agent:
             builtin=BuiltinTools(builtin_tools),
             compaction=compaction,
             tiers=ServiceTiers.of(settings),
+            routing=routing,
+            turns=TurnPolicy.of(settings, limits, typed),
+            stop=StopAtTools.of(limits),
         )
         shape = RequestShape(model, self.toolkit, declarations, dict(settings.config or {}))
         for capability in features:
@@ -176,8 +188,10 @@ class Agent:
         """The resolved typed result (``output_type``), or ``None``."""
         self.declarations: tuple[dict[str, Any], ...] = tuple(shape.declarations)
         """The function declarations sent with every request."""
-        check_tool_mix(model, shape.builtin, [d["name"] for d in self.declarations])
-        warn_if_unknown(model, stacklevel=2)
+        for each in self.models:
+            check_tool_mix(each, shape.builtin, [d["name"] for d in self.declarations])
+            warn_if_unknown(each, stacklevel=2)
+        _check_output_models(self.models, self.output, bool(self.declarations))
         options = _generation(model, settings, shape)
         try:
             catalog = skills_prompt(self.toolkit, max_chars=settings.skills_catalog_chars)
@@ -198,15 +212,18 @@ class Agent:
                 client if isinstance(client, ClientSettings) else ClientSettings(), settings
             ),
         )
+        seam: GeminiModel | ModelChain = gemini
+        if routing is not None:
+            seam = routing.bind(gemini)
         self._core = AgentCore(
-            model=gemini,
+            model=seam,
             toolkit=self.toolkit,
             limits=limits,
             capabilities=tuple(features),
             wait_for=wait_for,
             system_prompt=system_prompt if callable(system_prompt) else None,
             catalog=catalog,
-            usage_limits=_check_limits(model, usage_limits),
+            usage_limits=_check_limits(self.models, usage_limits),
             compaction=compaction,
             store=lambda: self.store,
         )
@@ -424,7 +441,7 @@ class Agent:
             answer=answer,
             session=session,
             deps=deps,
-            usage_limits=_check_limits(self.model, usage_limits),
+            usage_limits=_check_limits(self.models, usage_limits),
             steps=steps,
             streaming=streaming,
             name=name,
@@ -462,6 +479,65 @@ class Agent:
         if max_depth < 1:
             raise ConfigurationError(f"max_depth must be at least 1, got {max_depth}")
         return subagent_tool(self, name, description, max_depth)
+
+    def serve_mcp(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        transport: Literal["stdio", "http"] = "stdio",
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        on_ready: Callable[[str], None] | None = None,
+    ) -> None:
+        """Serve this agent to MCP clients as one tool, until the client leaves or Ctrl-C.
+
+        The tool takes ``{"task": string, "session_id"?: string}`` and runs this agent on
+        the task (its own model, tools, approval policy, limits, typed output and store);
+        the calls its policy asks about are put to the client as forms. From async code,
+        use `agent.mcp_server.serve_mcp` (which also serves a toolkit and several agents).
+
+        Example::
+
+            agent = Agent(toolkit=tn.build(), system_prompt="Review the diff you are given.")
+            agent.serve_mcp("reviewer", "Reviews a diff and lists the problems.")
+
+        Args:
+            name: The tool name clients call it by.
+            description: When a client's model should hand it a task.
+            transport: ``"stdio"`` (the host starts this program) or ``"http"``.
+            host: With ``"http"``: the address to bind (this machine only by default).
+            port: With ``"http"``: the port (``0`` picks a free one).
+            on_ready: With ``"http"``: called with the URL once the server listens.
+
+        Raises:
+            ConfigurationError: Called inside a running event loop, or as
+                `agent.mcp_server.serve_mcp` raises it.
+            ImportError: The ``mcp`` extra is not installed.
+        """
+        from agent.mcp_server import ServedAgent, serve_mcp
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise ConfigurationError(
+                "serve_mcp() was called from a running event loop; use "
+                "`await agent.mcp_server.serve_mcp(agents=[ServedAgent(...)])`"
+            )
+        served = ServedAgent(name, self, description)
+
+        async def serve_then_release() -> None:
+            try:
+                await serve_mcp(
+                    agents=[served], transport=transport, host=host, port=port, on_ready=on_ready
+                )
+            finally:
+                # The pooled connections belong to this event loop, which asyncio.run closes.
+                await self._core.model.release_connections()
+
+        asyncio.run(serve_then_release())
 
     @property
     def store(self) -> Store:
@@ -564,10 +640,47 @@ def _generation(model: str, settings: ModelSettings, shape: RequestShape) -> dic
     )
 
 
-def _check_limits(model: str, limits: UsageLimits | None) -> UsageLimits | None:
-    if limits is not None and limits.cost_usd is not None and price_table().lookup(model) is None:
-        raise ConfigurationError(
-            f"UsageLimits(cost_usd=...) needs a price for {model!r}, and the price table has "
-            "none; limit tokens instead"
-        )
+def _check_limits(models: Sequence[str], limits: UsageLimits | None) -> UsageLimits | None:
+    if limits is None or limits.cost_usd is None:
+        return limits
+    for model in models:
+        if price_table().lookup(model) is None:
+            raise ConfigurationError(
+                f"UsageLimits(cost_usd=...) needs a price for {model!r}, and the price table "
+                "has none; limit tokens instead"
+            )
     return limits
+
+
+def _models_of(model: str | Sequence[str]) -> tuple[str, ...]:
+    """Return the agent's model names: one, or the fallback chain in order.
+
+    Raises:
+        ConfigurationError: A list with no name, a name that is not a non-empty string, or
+            one twice.
+    """
+    if isinstance(model, str):
+        return (model,)  # sent verbatim, as always (the SDK refuses an empty one)
+    models = tuple(model)
+    if not models or not all(isinstance(name, str) and name.strip() for name in models):
+        raise ConfigurationError(f"model must be a model name or a list of them, got {model!r}")
+    if len(set(models)) != len(models):
+        raise ConfigurationError(f"model lists a model twice: {list(models)!r}")
+    return models
+
+
+def _check_output_models(models: Sequence[str], output: OutputSpec | None, has_tools: bool) -> None:
+    """Refuse a chain with a model that cannot take the typed-output request of the others.
+
+    Raises:
+        ConfigurationError: A JSON response schema goes with tools, and a model of the
+            chain is of a generation that refuses the two together (Gemini 2.x).
+    """
+    if len(models) < 2 or output is None or output.mode != "native" or not has_tools:
+        return  # one model: the request is the user's explicit choice, sent as asked
+    refusing = [model for model in models if not accepts_schema_with_tools(model)]
+    if refusing:
+        raise ConfigurationError(
+            f"output_type is asked for as a JSON response schema beside tools, which "
+            f"{', '.join(refusing)} refuses; pass settings=ModelSettings(output_mode='tool')"
+        )

@@ -59,6 +59,7 @@ __all__ = [
     "denied",
     "is_approval",
     "read_answer",
+    "read_approval",
     "waiting",
 ]
 
@@ -308,26 +309,50 @@ class _ApprovalRun(RunCapability):
         return await _apply(run, invocation, request, reply, proceed)
 
 
+def read_approval(
+    tool: Tool | None, name: str, answer: Any
+) -> tuple[ToolResult | None, dict[str, Any] | None]:
+    """Return what an answer to an approval request decides for a call to ``name``.
+
+    Args:
+        tool: The tool called (its schema checks edited arguments), or ``None``.
+        name: The tool's name, for the refusal's text.
+        answer: The answer, in any shape (see `read_answer`).
+
+    Returns:
+        ``(refusal, None)`` when the call must not run (refused, unreadable, or edited
+        arguments that do not fit the schema); ``(None, edited arguments)`` when it runs
+        with edits; ``(None, None)`` when it runs as asked.
+    """
+    try:
+        approved, reason, edited = read_answer(answer)
+    except MalformedAnswer as exc:
+        return denied(name, f"the answer could not be read ({exc})", by="the approval check"), None
+    if not approved:
+        return denied(name, reason), None
+    if edited is None:
+        return None, None
+    problem = check_edit(tool, edited)
+    if problem is not None:
+        message = f"The approved call to {name!r} was edited, but {problem}"
+        refusal = ToolResult(
+            message.rstrip(".") + ". The tool was not run.",
+            is_error=True,
+            metadata={"approval": "invalid-edit"},
+        )
+        return refusal, None
+    return None, dict(edited)
+
+
 async def _apply(
     run: RunState, invocation: Invocation, request: Request, answer: Any, proceed: Proceed
 ) -> ToolResult:
     """Apply a human's answer to an approval request: run (maybe with edits) or refuse."""
     name = invocation.call.name
-    try:
-        approved, reason, edited = read_answer(answer)
-    except MalformedAnswer as exc:
-        return denied(name, f"the answer could not be read ({exc})", by="the approval check")
-    if not approved:
-        return denied(name, reason)
+    refusal, edited = read_approval(run.toolkit.get(name), name, answer)
+    if refusal is not None:
+        return refusal
     if edited is not None:
-        problem = check_edit(run.toolkit.get(name), edited)
-        if problem is not None:
-            message = f"The approved call to {name!r} was edited, but {problem}"
-            return ToolResult(
-                message.rstrip(".") + ". The tool was not run.",
-                is_error=True,
-                metadata={"approval": "invalid-edit"},
-            )
-        invocation.args = dict(edited)
+        invocation.args = edited
     invocation.answered = None  # approved: the tool runs afresh
     return await proceed(invocation)

@@ -62,6 +62,7 @@ from toolnexus import Attachment, ToolResult
 if TYPE_CHECKING:
     from google import genai
 
+    from agent._capability import Capability
     from agent._contents import Content
     from agent._model import Model
     from agent._response import ModelResponse
@@ -76,6 +77,7 @@ __all__ = [
     "Engine",
     "JobNote",
     "TaskSteps",
+    "check_capabilities",
     "check_model",
 ]
 
@@ -605,6 +607,14 @@ def check_model(model: Model) -> GeminiModel:
     Raises:
         ConfigurationError: It is not a Gemini API model, or it asks for a service tier.
     """
+    from agent._routing import ModelChain
+
+    if isinstance(model, ModelChain):
+        raise ConfigurationError(
+            "the Gemini Batch engine sends every call of a run to one model: an agent with "
+            "a list of models (fallback) or a prepare_turn hook (a model per turn) runs on "
+            "the local or dbos engine"
+        )
     if not isinstance(model, GeminiModel):
         raise ConfigurationError(
             f"the Gemini Batch engine runs Gemini models; got {type(model).__name__}"
@@ -621,6 +631,23 @@ def check_model(model: Model) -> GeminiModel:
             "ModelSettings(service_tier=...) (a service tier is for direct calls)"
         )
     return model
+
+
+def check_capabilities(capabilities: Sequence[Capability]) -> None:
+    """Refuse the features that cannot work when calls wait hours in a job.
+
+    Raises:
+        ConfigurationError: The agent has a `ContextCache` (a job runs hours after it is
+            sent, past a cache's life; its requests are half price already).
+    """
+    from agent._caching import ContextCache
+
+    if any(isinstance(capability, ContextCache) for capability in capabilities):
+        raise ConfigurationError(
+            "the Gemini Batch engine does not take an agent with a ContextCache: a job may "
+            "run hours after it is sent, past the cache's life (and its requests are half "
+            "price already); give the batch's agent no ContextCache"
+        )
 
 
 def _digest(request: ModelRequest) -> str:

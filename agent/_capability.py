@@ -12,12 +12,14 @@ fixed points, each a no-op unless overridden:
   once it came back);
 - `RunCapability.attempt`: around each attempt of a model call (tracing spans);
 - `RunCapability.failed`: a model call failed for good (after its retries); return another
-  request to send once instead (service tiers fall back from a shed ``flex`` request);
+  request to send once instead (service tiers fall back from a shed ``flex`` request; the
+  context cache makes its expired cache again), directly or from a coroutine;
 - `RunCapability.received`: each response as it arrives, before it is classified (hooks
   replace or veto it; built-in tools report what they did);
 - `RunCapability.review`: the step `decide` chose for a response (typed output accepts or
   re-asks, budgets stop before calls run);
 - `RunCapability.tool`: around each tool call (tracing, hooks, approval);
+- `RunCapability.ran`: a turn's calls have all run (a stop tool ends the run there);
 - `RunCapability.finish`: fields added to the result (output, grounding);
 - `RunCapability.close`: the run ended (with its result, or the error that ended it).
 
@@ -28,12 +30,13 @@ protocol is private while the features written against it live in this package.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agent._decide import Step
+    from agent._decide import Step, Stop
     from agent._response import ModelResponse
     from agent._result import RunResult
     from agent._retry import ErrorInfo
@@ -142,12 +145,15 @@ class RunCapability:
         """Wrap one attempt of a model call (a failed attempt raises through the block)."""
         yield _NO_SPAN
 
-    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+    def failed(
+        self, run: RunState, request: ModelRequest, info: ErrorInfo
+    ) -> ModelRequest | Awaitable[ModelRequest | None] | None:
         """Return a request to send instead of failing the run, or ``None`` to let it fail.
 
         Called when a model call failed for good (not retryable, or out of retries). The
         request returned is sent as a new call (under the retry policy); if that fails too,
-        the capabilities are asked again, so return ``None`` for a request you made.
+        the capabilities are asked again, so return ``None`` for a request you made. An
+        ``async def failed`` may do I/O first (make a resource again).
         """
         return None
 
@@ -164,6 +170,10 @@ class RunCapability:
     async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
         """Run one tool call: change ``invocation.args``, answer it, or ``proceed``."""
         return await proceed(invocation)
+
+    def ran(self, run: RunState) -> Stop | None:
+        """Return a `Stop` to end the run now that a turn's calls have all run, or ``None``."""
+        return None
 
     def finish(self, run: RunState, fields: dict[str, Any]) -> None:
         """Add fields of the `RunResult` being built (``output``, ``grounding``, ...)."""
@@ -200,6 +210,7 @@ class Chain:
         self._received = [r for r in runs if overrides(r, "received")]
         self._review = [r for r in runs if overrides(r, "review")]
         self._tool = [r for r in runs if overrides(r, "tool")]
+        self._ran = [r for r in runs if overrides(r, "ran")]
         self._finish = [r for r in runs if overrides(r, "finish")]
         self._close = [r for r in runs if overrides(r, "close")]
 
@@ -242,10 +253,14 @@ class Chain:
         with contextlib.ExitStack() as stack:
             yield [stack.enter_context(c.attempt(run, request, stream)) for c in self._attempt]
 
-    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+    async def failed(
+        self, run: RunState, request: ModelRequest, info: ErrorInfo
+    ) -> ModelRequest | None:
         """Return the first request a capability would send instead of failing, if any."""
         for capability in self._failed:
             again = capability.failed(run, request, info)
+            if inspect.isawaitable(again):
+                again = await again
             if again is not None:
                 return again
         return None
@@ -273,6 +288,14 @@ class Chain:
         for capability in reversed(self._tool):
             proceed = _wrapped(capability, run, proceed)
         return proceed(invocation)
+
+    def ran(self, run: RunState) -> Stop | None:
+        """Return the first `Stop` a capability ends the run with after a turn's calls."""
+        for capability in self._ran:
+            stop = capability.ran(run)
+            if stop is not None:
+                return stop
+        return None
 
     def finish(self, run: RunState, fields: dict[str, Any]) -> None:
         """Let every capability add its result fields."""

@@ -8,7 +8,7 @@ and re-sent unchanged, so thought signatures survive byte for byte; Contents bec
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from google.genai import types
@@ -19,8 +19,10 @@ from toolnexus import Request
 __all__ = [
     "Config",
     "Content",
+    "calling_mode",
     "check_prompt",
     "config_chars",
+    "declared_functions",
     "function_responses",
     "make_config",
     "pending_requests",
@@ -28,6 +30,9 @@ __all__ = [
     "to_contents",
     "to_dict",
     "user_content",
+    "with_calling",
+    "with_functions",
+    "with_thinking",
 ]
 
 Content = types.Content
@@ -232,3 +237,68 @@ def replace_response(content: Content, index: int, response: dict[str, Any]) -> 
             )
             break
     return types.Content(role=content.role, parts=parts)
+
+
+def declared_functions(config: Config) -> list[str]:
+    """Return the names of the function declarations ``config`` sends, in order."""
+    return [
+        str(declaration.name)
+        for tool in config.tools or ()
+        if isinstance(tool, types.Tool)
+        for declaration in tool.function_declarations or ()
+    ]
+
+
+def calling_mode(config: Config) -> str | None:
+    """Return the function-calling mode ``config`` sends (``"ANY"``...), if it sends one."""
+    tool_config = config.tool_config
+    calling = tool_config.function_calling_config if tool_config is not None else None
+    mode = calling.mode if calling is not None else None
+    return None if mode is None else str(getattr(mode, "value", mode))
+
+
+def with_functions(config: Config, allowed: Collection[str]) -> Config:
+    """Return ``config`` declaring only the functions named in ``allowed`` (built-ins stay).
+
+    Without a function left, no function-calling config is sent either (Gemini refuses it).
+    """
+    tools: list[Any] = []
+    for tool in config.tools or ():
+        if not isinstance(tool, types.Tool) or not tool.function_declarations:
+            tools.append(tool)
+            continue
+        kept = [d for d in tool.function_declarations if d.name in allowed]
+        rest = tool.model_copy(update={"function_declarations": kept or None})
+        if kept or rest.model_dump(exclude_none=True):
+            tools.append(rest)
+    config = config.model_copy(update={"tools": tools or None})
+    return config if declared_functions(config) else with_calling(config, None)
+
+
+def with_calling(config: Config, calling: Mapping[str, Any] | None) -> Config:
+    """Return ``config`` with another function-calling config (``None``: send none).
+
+    Raises:
+        ConfigurationError: ``calling`` is not a valid ``FunctionCallingConfig``.
+    """
+    tool_config = _tool_config(config.tool_config).model_copy(
+        update={"function_calling_config": None}
+    )
+    if calling is not None:
+        try:
+            function_calling = types.FunctionCallingConfig.model_validate(dict(calling))
+        except ValueError as exc:
+            raise ConfigurationError(f"Invalid function calling config: {exc}") from None
+        tool_config = tool_config.model_copy(update={"function_calling_config": function_calling})
+    kept = tool_config if tool_config.model_dump(exclude_none=True) else None
+    return config.model_copy(update={"tool_config": kept})
+
+
+def with_thinking(config: Config, fields: Mapping[str, Any]) -> Config:
+    """Return ``config`` with ``fields`` set on its thinking config (``None`` clears one)."""
+    current = config.thinking_config
+    merged = {**(current.model_dump(exclude_none=True) if current is not None else {}), **fields}
+    thinking = types.ThinkingConfig.model_validate(
+        {key: value for key, value in merged.items() if value is not None}
+    )
+    return config.model_copy(update={"thinking_config": thinking})

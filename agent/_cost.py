@@ -5,7 +5,10 @@ its prices were read (`PriceTable.source_date`). Each model has an input, an out
 included) and a cached-input price per million tokens, and where Gemini has them a
 long-context tier (a request whose prompt is over the threshold is billed at it in full),
 Batch API prices and the prices of the Flex and Priority service tiers (each turn is priced
-at the tier that served it).
+at the tier that served it). A model that has a context-cache storage price
+(``cache_storage``, per million tokens per hour) can have its caches priced too: a run that
+creates or extends a cache pays for the storage (`Cost.cache_storage`), and
+`Cost.cache_saving` says what the cached part of its prompts saved, storage taken off.
 
 A model name the table does not hold exactly is priced as the longest table name it starts
 with (``gemini-2.5-flash-preview-09-2025`` as ``gemini-2.5-flash``); such a cost, and one
@@ -15,6 +18,7 @@ price at all has ``Cost.usd`` ``None``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent._result import Usage
 
-__all__ = ["Cost", "PriceTable", "call_usd", "price_table", "run_cost", "with_subagents"]
+__all__ = [
+    "Cost",
+    "PriceTable",
+    "call_usd",
+    "price_table",
+    "run_cost",
+    "with_storage",
+    "with_subagents",
+]
 
 _PER = 1_000_000
 
@@ -52,6 +64,12 @@ class Cost:
     """The price-table entry used."""
     prices_date: str | None = None
     """The date the price table's prices were read (``YYYY-MM-DD``)."""
+    cache_storage: float = 0.0
+    """Dollars of context-cache storage: the caches this run created or extended, for the
+    time they were set to live (included in ``usd``)."""
+    cache_saving: float = 0.0
+    """Dollars the cached part of the prompts saved against the full input price, minus
+    ``cache_storage``: what caching saved (negative when the storage cost more)."""
 
     @staticmethod
     def priced(model: str) -> bool:
@@ -72,6 +90,8 @@ class Cost:
             "turns": [round(usd, 8) for usd in self.turns],
             "model": self.model,
             "prices_date": self.prices_date,
+            "cache_storage": round(self.cache_storage, 8),
+            "cache_saving": round(self.cache_saving, 8),
         }
 
 
@@ -134,6 +154,35 @@ class PriceTable:
         ) / _PER
         return usd, bool(tier.get("derived"))
 
+    def cached_saving(
+        self,
+        prices: Mapping[str, Any],
+        usage: Usage,
+        *,
+        batch: bool = False,
+        service_tier: str | None = None,
+    ) -> float:
+        """Return the dollars the cached tokens of one request saved against the input price."""
+        if not usage.cached:
+            return 0.0
+        threshold = prices.get("long_context_threshold")
+        long = threshold is not None and usage.prompt > threshold
+        tier = _row(prices, "batch" if batch else service_tier, long)
+        cached_rate = tier.get("cached_input", prices["cached_input"])
+        return float(usage.cached * max(tier["input"] - cached_rate, 0.0) / _PER)
+
+    def storage_usd(self, model: str, tokens: int, seconds: float) -> float | None:
+        """Return the dollars of keeping a context cache of ``tokens`` for ``seconds``.
+
+        Returns:
+            ``None`` when the table has no storage price for ``model``.
+        """
+        found = self.lookup(model)
+        rate = found[1].get("cache_storage") if found is not None else None
+        if rate is None:
+            return None
+        return float(tokens * rate * max(seconds, 0.0) / 3600 / _PER)
+
 
 def _row(prices: Mapping[str, Any], kind: str | None, long: bool) -> Mapping[str, Any]:
     """Return the price row of a request: standard, batch or a service tier, long or not."""
@@ -158,6 +207,8 @@ def run_cost(
     batch: bool = False,
     tiers: Sequence[str | None] = (),
     extra_tiers: Sequence[str | None] = (),
+    models: Sequence[str | None] = (),
+    extra_models: Sequence[str | None] = (),
 ) -> Cost:
     """Price a run's model turns (and extra calls such as compaction summaries).
 
@@ -168,35 +219,82 @@ def run_cost(
         batch: Price as Batch API requests.
         tiers: The service tier that served each turn (missing or ``None``: standard).
         extra_tiers: The same for ``extra``.
+        models: The model that answered each turn, when not ``model`` (a fallback); each
+            turn is priced at its own model.
+        extra_models: The same for ``extra``.
 
     Returns:
-        The `Cost`; ``usd`` is ``None`` when the model has no price.
+        The `Cost`; ``usd`` is ``None`` when a model that answered has no price.
     """
     table = price_table()
     found = table.lookup(model)
-    if found is None:
+    if found is None and not models:
         return Cost(usd=None, estimated=True, prices_date=table.source_date)
-    name, prices, exact = found
-    derived = False
-    per_turn: list[float] = []
-    for i, usage in enumerate(turns):
-        tier = tiers[i] if i < len(tiers) else None
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
-        per_turn.append(usd)
-        derived = derived or was_derived
-    total = sum(per_turn)
-    for i, usage in enumerate(extra):
-        tier = extra_tiers[i] if i < len(extra_tiers) else None
-        usd, was_derived = table.turn_cost(prices, usage, batch=batch, service_tier=tier)
-        total += usd
-        derived = derived or was_derived
+    pricing = _Pricing(table, model, batch)
+    pricing.estimated = found is not None and not found[2]
+    per_turn = [
+        pricing.price(usage, _at(tiers, i), _at(models, i)) for i, usage in enumerate(turns)
+    ]
+    extras = [
+        pricing.price(usage, _at(extra_tiers, i), _at(extra_models, i))
+        for i, usage in enumerate(extra)
+    ]
+    if pricing.unpriced:
+        return Cost(usd=None, estimated=True, prices_date=table.source_date)
     return Cost(
-        usd=total,
-        estimated=derived or not exact,
+        usd=sum(per_turn) + sum(extras),
+        estimated=pricing.estimated,
         turns=tuple(per_turn),
-        model=name,
+        model=found[0] if found is not None else None,
         prices_date=table.source_date,
+        cache_saving=pricing.saving,
     )
+
+
+def with_storage(cost: Cost, storage: float) -> Cost:
+    """Return ``cost`` with ``storage`` dollars of context-cache storage added.
+
+    The storage is taken off the saving too; a cost without a price stays without one.
+    """
+    if not storage or cost.usd is None:
+        return cost
+    return dataclasses.replace(
+        cost,
+        usd=cost.usd + storage,
+        cache_storage=cost.cache_storage + storage,
+        cache_saving=cost.cache_saving - storage,
+    )
+
+
+def _at(values: Sequence[str | None], index: int) -> str | None:
+    return values[index] if index < len(values) else None
+
+
+class _Pricing:
+    """Prices the calls of one run, each at the model that answered it (the run's by default)."""
+
+    def __init__(self, table: PriceTable, model: str, batch: bool) -> None:
+        self.table = table
+        self.model = model
+        self.batch = batch
+        self.estimated = False
+        """A price was derived, or matched a model name by its prefix."""
+        self.unpriced = False
+        """A model that answered has no price."""
+        self.saving = 0.0
+        """Dollars the cached tokens saved against the input price, over the calls priced."""
+
+    def price(self, usage: Usage, tier: str | None, model: str | None) -> float:
+        """Return the dollars of one call (0.0 for a model without a price, noted)."""
+        found = self.table.lookup(model or self.model)
+        if found is None:
+            self.unpriced = True
+            return 0.0
+        _, prices, exact = found
+        usd, derived = self.table.turn_cost(prices, usage, batch=self.batch, service_tier=tier)
+        self.saving += self.table.cached_saving(prices, usage, batch=self.batch, service_tier=tier)
+        self.estimated = self.estimated or derived or not exact
+        return usd
 
 
 def call_usd(model: str, usage: Usage, service_tier: str | None = None) -> float | None:
@@ -212,9 +310,14 @@ def with_subagents(cost: Cost, children: Iterable[Cost]) -> Cost:
     """Return ``cost`` with the sub-agents' costs added to its total (their turns stay theirs)."""
     usd = cost.usd
     estimated = cost.estimated
+    storage, saving = cost.cache_storage, cost.cache_saving
     for child in children:
         if child.usd is None:
             continue
         usd = child.usd if usd is None else usd + child.usd
         estimated = estimated or child.estimated
-    return Cost(usd, estimated, cost.turns, cost.model, cost.prices_date)
+        storage += child.cache_storage
+        saving += child.cache_saving
+    return dataclasses.replace(
+        cost, usd=usd, estimated=estimated, cache_storage=storage, cache_saving=saving
+    )

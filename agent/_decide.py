@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 CallSignature: TypeAlias = frozenset[tuple[str, str]]
+"""A turn's calls: the set of (name, canonical arguments)."""
+ResultSignature: TypeAlias = frozenset[tuple[str, str, str, bool]]
+"""A turn's calls with their results: the set of (name, canonical arguments, output, error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +73,8 @@ class Streaks:
     """Call turns in a row, ending with the last one run, with the same calls and results."""
     last_calls: CallSignature | None = None
     """The `call_signature` of the last call turn run."""
-    last_results: CallSignature | None = None
-    """The `call_signature` of the last call turn run, with each call's result."""
+    last_results: ResultSignature | None = None
+    """The calls of the last call turn run, each with its result (see `record_results`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,27 +179,23 @@ def record_results(
     The repeat count grows only when both the calls and their results are those of the
     previous turn; anything new starts it again at one.
     """
-    with_results = call_signature(calls, results)
+    args = [_canonical(call.args) for call in calls]
+    with_results = frozenset(
+        (call.name, canonical, result.output, result.is_error)
+        for call, canonical, result in zip(calls, args, results, strict=True)
+    )
     repeats = streaks.repeats + 1 if with_results == streaks.last_results else 1
+    last_calls = frozenset(
+        (call.name, canonical) for call, canonical in zip(calls, args, strict=True)
+    )
     return dataclasses.replace(
-        streaks, repeats=repeats, last_calls=call_signature(calls), last_results=with_results
+        streaks, repeats=repeats, last_calls=last_calls, last_results=with_results
     )
 
 
-def call_signature(
-    calls: Iterable[Call], results: Iterable[ToolResult] | None = None
-) -> CallSignature:
-    """Return a hashable identity of a turn's calls: the set of (name, canonical args).
-
-    With ``results`` (in call order), each call's result (its text and error flag) is part
-    of its identity too.
-    """
-    if results is None:
-        return frozenset((call.name, _canonical(call.args)) for call in calls)
-    return frozenset(
-        (call.name, _canonical([call.args, result.output, result.is_error]))
-        for call, result in zip(calls, results, strict=True)
-    )
+def call_signature(calls: Iterable[Call]) -> CallSignature:
+    """Return a hashable identity of a turn's calls: the set of (name, canonical args)."""
+    return frozenset((call.name, _canonical(call.args)) for call in calls)
 
 
 def _canonical(args: Any) -> str:

@@ -8,19 +8,21 @@ call itself; ``after_tool`` may replace the result. See `agent.hooks` for the co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from agent._calls import call_hook
 from agent._capability import Capability, Invocation, Proceed, RunCapability, Vetoed
 from agent._decide import Stop
-from agent.hooks import Hooks, Veto
+from agent.errors import ConfigurationError, HookError
+from agent.hooks import Hooks, TurnSettings, Veto
 from toolnexus import ToolResult
 
 if TYPE_CHECKING:
     from agent._decide import Step
     from agent._response import ModelResponse
     from agent._state import RunState
-    from agent.hooks import ModelRequest
+    from agent.hooks import ModelRequest, PrepareTurnHook
 
 __all__ = ["HookCalls"]
 
@@ -33,7 +35,9 @@ class HookCalls(Capability):
 
     def start(self, run: RunState) -> RunCapability | None:
         hooks = self.hooks
-        model_hooks = hooks.before_model is not None or hooks.after_model is not None
+        model_hooks = any(
+            hook is not None for hook in (hooks.before_model, hooks.after_model, hooks.prepare_turn)
+        )
         tool_hooks = hooks.before_tool is not None or hooks.after_tool is not None
         if model_hooks and tool_hooks:
             return _AllHooks(hooks)
@@ -49,6 +53,8 @@ class _ModelHooks(RunCapability):
         self.hooks = hooks
 
     async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
+        if self.hooks.prepare_turn is not None:
+            request = await self._prepared(run, request, self.hooks.prepare_turn)
         hook = self.hooks.before_model
         if hook is None:
             return request
@@ -56,6 +62,29 @@ class _ModelHooks(RunCapability):
         if isinstance(changed, Veto):
             return Stop("blocked", keep=False, reason=changed.reason)
         return changed or request
+
+    @staticmethod
+    async def _prepared(
+        run: RunState, request: ModelRequest, hook: PrepareTurnHook
+    ) -> ModelRequest:
+        """Return the request as ``prepare_turn``'s `TurnSettings` change it (if it does)."""
+        from agent._turns import apply_turn, turn_state
+
+        settings = await call_hook(run, "prepare_turn", hook, turn_state(run, request))
+        if settings is None:
+            return request
+        try:
+            if not isinstance(settings, TurnSettings):
+                raise ConfigurationError(
+                    f"it must return TurnSettings or None, not {type(settings).__name__}"
+                )
+            return apply_turn(request, settings)
+        except ConfigurationError as exc:
+            raise HookError(
+                f"the prepare_turn hook returned settings that cannot apply: {exc}",
+                hook="prepare_turn",
+                result=run.result("incomplete", reason="prepare_turn hook failed"),
+            ) from None
 
     async def received(
         self, run: RunState, request: ModelRequest, response: ModelResponse
@@ -66,7 +95,10 @@ class _ModelHooks(RunCapability):
         changed = await call_hook(run, "after_model", hook, request, response.raw)
         if isinstance(changed, Veto):
             return Vetoed(changed.reason)
-        return response if changed is None else run.model.parse(changed)
+        if changed is None:
+            return response
+        # The replacement stands for the same call: it keeps the model that answered it.
+        return dataclasses.replace(run.model.parse(changed), model=response.model)
 
 
 class _ToolHooks(RunCapability):

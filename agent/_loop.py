@@ -42,6 +42,7 @@ from agent.errors import ModelError
 from agent.events import (
     DoneEvent,
     Event,
+    FallbackEvent,
     PendingEvent,
     RetryEvent,
     TierFallbackEvent,
@@ -185,8 +186,9 @@ class Run:
             return
         for event in state.outbox.drain():
             yield event
-        if step.then is not None:
-            yield await self.end(self._stopped(step.then))
+        then = step.then or self.chain.ran(state)
+        if then is not None:
+            yield await self.end(self._stopped(then))
             return
         ran = [record.result for record in state.tool_calls[-len(step.calls) :]]
         state.streaks = record_results(state.streaks, step.calls, ran)
@@ -213,7 +215,7 @@ class Run:
                 yield item
         if failure is None:
             return
-        again = self.chain.failed(self.state, request, failure.info)
+        again = await self.chain.failed(self.state, request, failure.info)
         if again is None:
             raise self._model_error(failure.info, failure.attempts)
         for event in self.state.outbox.drain():
@@ -260,10 +262,10 @@ class Run:
             async for item in items:
                 if isinstance(item, ModelResponse):
                     response = item
-                elif isinstance(item, RetryEvent | TierFallbackEvent):
+                elif isinstance(item, RetryEvent | TierFallbackEvent | FallbackEvent):
                     self.state.emit(item)
         assert response is not None
-        self.state.count_extra(response.usage, response.service_tier)
+        self.state.count_extra(response.usage, response.service_tier, response.model)
         return response
 
     def _model_error(self, info: ErrorInfo, attempts: int) -> ModelError:

@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Se
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._api_errors import translate, unreadable
+from agent._caches import Caches
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
 from agent._media import upload_over_limit
@@ -145,6 +146,8 @@ class GeminiModel:
         """The SDK client and the HTTP pieces the agent owns."""
         self.api_key = api_key_of(clients.genai)
         """The key the client sends; scrubbed from every error message and log line."""
+        self.caches = Caches(clients.genai, self.api_key, self.base_url)
+        """The account's context caches (``cachedContents``), for `ContextCache`."""
 
     @classmethod
     def build(
@@ -277,8 +280,8 @@ class GeminiModel:
         if failure is not None:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
-            raise CallFailed(failure)
-        response = _with_tier(_parsed(raw), request)
+            raise CallFailed(failure._replace(model=request.model))
+        response = _stamped(_parsed(raw, request.model), request)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)
@@ -319,14 +322,15 @@ def _base_url(client: genai.Client) -> str | None:
     return base if isinstance(base, str) else None
 
 
-def _with_tier(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """Record the tier the request asked for when the server named none."""
-    if response.service_tier is None and (asked := requested_tier(request.config)):
-        return dataclasses.replace(response, service_tier=asked)
-    return response
+def _stamped(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """Record the model the request went to, and the tier it asked for if the server named none."""
+    tier = response.service_tier
+    if tier is None:
+        tier = requested_tier(request.config)
+    return dataclasses.replace(response, model=request.model, service_tier=tier)
 
 
-def _parsed(raw: Any) -> ModelResponse:
+def _parsed(raw: Any, model: str) -> ModelResponse:
     """Read a response; one the SDK cannot read is a failed call, not a crash."""
     failure = None
     try:
@@ -334,7 +338,7 @@ def _parsed(raw: Any) -> ModelResponse:
             return parse(raw)
     except ValueError as exc:
         failure = unreadable(exc)
-    raise CallFailed(failure)
+    raise CallFailed(failure._replace(model=model))
 
 
 def _piece(text: str, thought: bool, turn: int) -> TextEvent | ThoughtEvent:

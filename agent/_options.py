@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -127,6 +127,17 @@ class RunLimits:
     invalid_tools: Literal["skip", "raise"] = "skip"
     """``"skip"`` leaves out a tool Gemini would refuse (with a warning); ``"raise"`` refuses
     to build the agent."""
+    fallback_cooldown: float = 300.0
+    """With several models (``Agent(model=[...])``): seconds a model that failed for good
+    is skipped by new turns of every run of the agent before it is tried again."""
+    stop_at_tools: Sequence[str] = ()
+    """Tools whose successful call ends the run: once the turn's calls have run, the run
+    completes with that tool's result as its text, and no further model request is made."""
+    final_turn: bool | None = None
+    """Force an answer on the last allowed turn: its request offers only the output function
+    (typed output in tool mode) or no tools at all, so the run ends with an answer rather
+    than ``limit="max_turns"``. ``None`` (the default): only when typed output is asked
+    for; ``True``: always; ``False``: never."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
@@ -143,6 +154,16 @@ class RunLimits:
             )
         if self.deadline is not None and self.deadline <= 0:
             raise ConfigurationError(f"deadline must be more than 0 seconds, got {self.deadline}")
+        if self.fallback_cooldown < 0:
+            raise ConfigurationError(
+                f"fallback_cooldown must be 0 seconds or more, got {self.fallback_cooldown}"
+            )
+        if isinstance(self.stop_at_tools, str) or not all(
+            isinstance(name, str) and name for name in self.stop_at_tools
+        ):
+            raise ConfigurationError(
+                f"stop_at_tools must be a list of tool names, got {self.stop_at_tools!r}"
+            )
 
 
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(ModelSettings))

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agent._options import RunLimits
     from agent._output import TypedOutput
     from agent._result import RunResult
+    from agent._routing import ModelChain
     from agent._store import Store
     from toolnexus import Answer, Toolkit
 
@@ -66,6 +67,9 @@ def capabilities_of(
     builtin: BuiltinTools | None,
     compaction: Compaction | bool | None,
     tiers: ServiceTiers | None = None,
+    routing: Capability | None = None,
+    turns: Capability | None = None,
+    stop: Capability | None = None,
 ) -> list[Capability]:
     """Return an agent's capabilities in the order they apply at each point of a run.
 
@@ -78,13 +82,20 @@ def capabilities_of(
         builtin: Gemini's built-in tools, if any.
         compaction: The agent's compaction setting.
         tiers: Service tiers, if a tier is asked for.
+        routing: Model fallback and signature hygiene, for an agent of several models (or
+            one that chooses a model per turn).
+        turns: The per-turn policy (the forced final turn, the ``"any"`` reset).
+        stop: Ends the run at a stop tool's result (`RunLimits.stop_at_tools`).
 
     Raises:
         ConfigurationError: Two capabilities of one kind, or something that is not one.
     """
+    from agent._caching import ContextCache
+
     chosen = _by_kind(given)
     hooks = chosen.pop(Hooks, None)
     rate = chosen.pop(TokenRate, None)
+    cache = chosen.pop(ContextCache, None)
     own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
@@ -93,6 +104,9 @@ def capabilities_of(
         # Service tiers: the tier goes on the request before anything sees it; a shed flex
         # call is sent again at the fallback tier before the run would fail.
         tiers,
+        # Stop tools: a run whose stop tool answered ends before anything could make
+        # another model request (a compaction summary included).
+        stop,
         # Budgets: checked before each call (compaction's summary too) and after each turn.
         Budget(),
         # Compaction before the hooks, so a before-model hook sees the request as sent.
@@ -100,6 +114,12 @@ def capabilities_of(
         # Inline files over Gemini's request limit move to the Files API: after compaction
         # (which may drop them with their exchange), before the hooks (they see it as sent).
         InlineLimit(),
+        # Model fallback: after the tiers (a shed flex call tries the standard tier of the
+        # same model first); it learns who signed each response before a hook replaces it.
+        routing,
+        # Per-turn policy: forces the last turn's answer, resets tool_choice "any"; before
+        # the hooks, so prepare_turn and before_model see (and may change) the request.
+        turns,
         # Hooks: the request and response as the user sees them; before-tool rewrites the
         # arguments before the approval rule sees them.
         HookCalls(hooks) if isinstance(hooks, Hooks) else None,
@@ -115,6 +135,9 @@ def capabilities_of(
         output,
         # Approval: the last wrapper before the tool runs.
         Approval(approval),
+        # Context cache last: the request as every other capability left it moves its
+        # prefix (system instruction, tools, tool config) into a cache just before it goes.
+        cache if isinstance(cache, ContextCache) else None,
     ]
     return [capability for capability in listed if capability is not None]
 
@@ -158,7 +181,7 @@ class _Compaction(Capability):
 class AgentCore:
     """What every run of one agent shares, built once when the agent is."""
 
-    model: GeminiModel
+    model: GeminiModel | ModelChain
     """The model seam, with the agent's fixed request (tools, config, system text)."""
     toolkit: Toolkit
     """The tools the model may call."""
@@ -285,6 +308,7 @@ class RunPlan:
                 name=self.name,
             )
             state.archive = opened.archive
+            state.session_metadata = opened.metadata
             if opened.contents is not None:
                 # The session's saved dicts stand for their Contents: a save after this
                 # run's first turn writes that turn only, and compaction's estimate starts
@@ -296,7 +320,7 @@ class RunPlan:
             prompt = await read_prompt(self.prompt) if self.prompt is not None else None
             yield Run(state, chain, prompt=prompt, answer=self.answer, save=opened.save)
 
-    async def _model(self) -> GeminiModel:
+    async def _model(self) -> GeminiModel | ModelChain:
         """Return the model of this run: the agent's, with the per-run system prompt if any."""
         core = self.core
         if core.system_prompt is None:

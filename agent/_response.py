@@ -67,6 +67,8 @@ class ModelResponse:
     """The tokens this response was billed for."""
     model_version: str | None = None
     """The model version that answered."""
+    model: str | None = None
+    """The model the request was sent to (set by the model seam; ``None`` when unknown)."""
     service_tier: str | None = None
     """The tier that served the response (``standard``, ``flex``, ``priority``), from the
     ``x-gemini-service-tier`` header or ``usageMetadata.serviceTier``; when the server says

@@ -139,6 +139,9 @@ class RunResult:
     """Token counts summed over the turns of this run."""
     turn_usage: tuple[Usage, ...] = ()
     """Token counts of each turn, in order."""
+    turn_models: tuple[str, ...] = ()
+    """The model that answered each turn, in order (the same for every turn unless a
+    fallback or a per-turn choice sent one elsewhere)."""
     contents: list[dict[str, Any]] = field(default_factory=list)
     """The whole transcript (history included) as JSON-ready Gemini Content dicts with the
     wire's camelCase keys; pass it back as ``history`` to continue or resume."""
@@ -176,6 +179,7 @@ class RunResult:
             "tool_calls": [call.to_dict() for call in self.tool_calls],
             "usage": self.usage.to_dict(),
             "turn_usage": [usage.to_dict() for usage in self.turn_usage],
+            "turn_models": list(self.turn_models),
             "contents": self.contents,
             "finish_reason": self.finish_reason,
             "model": self.model,

@@ -40,6 +40,8 @@ class ErrorInfo(NamedTuple):
     """Whether the retry policy may try again."""
     delay: float | None = None
     """Seconds the server asked us to wait (``RetryInfo.retryDelay`` or ``Retry-After``)."""
+    model: str | None = None
+    """The model the failed request was sent to (set by the model seam)."""
 
 
 class CallFailed(Exception):

@@ -11,7 +11,9 @@ A save hands the store the whole transcript; a store with ``save_appended``
 (`agent._store.AppendingStore`) is also told how many leading Contents it holds already (the
 very dicts it loaded or was last given), so it writes only what the turn added. The size of
 the last request (``metadata["last_request"]``) is kept too, so the next run's compaction
-check starts from it instead of measuring the whole conversation again.
+check starts from it instead of measuring the whole conversation again. Any other metadata
+key is the capabilities' (a context cache keeps its name and expiry there, see
+`agent._state.RunState.session_metadata`): loaded with the session, kept from save to save.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Opened", "open_session"]
 
+_OWN_KEYS = frozenset({"model", "last_request", "archive"})
+"""The metadata keys the session itself writes on every save."""
+
 
 @dataclass
 class Opened:
@@ -42,6 +47,8 @@ class Opened:
     sent: tuple[int, int] = (0, 0)
     """``(promptTokenCount, Contents it covered)`` of the session's last model turn, or
     ``(0, 0)`` when unknown (see `RunState.sent`)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The capabilities' metadata: loaded with the session, written with every save."""
 
 
 @contextlib.asynccontextmanager
@@ -60,12 +67,13 @@ async def open_session(
     appending = store if isinstance(store, AppendingStore) else None
     archive: list[dict[str, Any]] = []
     written: list[dict[str, Any]] = []  # the Contents the store holds, as loaded or saved
+    kept: dict[str, Any] = {}  # the capabilities' metadata, changed in place by the run
 
     async def save(
         contents: list[dict[str, Any]], pending: Request | None, sent: tuple[int, int]
     ) -> None:
         request = {"request": dict(pending)} if pending is not None else None
-        metadata: dict[str, Any] = {"model": model}
+        metadata: dict[str, Any] = {**kept, "model": model}
         if sent != (0, 0):
             metadata["last_request"] = {"prompt_tokens": sent[0], "contents": sent[1]}
         if appender is not None:
@@ -85,14 +93,15 @@ async def open_session(
     async with session_lock(store, session):
         saved = await store.get(session)
         if saved is None:
-            yield Opened(None, save, archive)
+            yield Opened(None, save, archive, metadata=kept)
             return
+        kept.update((k, v) for k, v in saved.metadata.items() if k not in _OWN_KEYS)
         # For a store that appends, an archive saved in the metadata before it could
         # (an older version) moves to its archive on the first save.
         archive.extend(saved.metadata.get("archive") or [])
         written.extend(saved.contents)
         sent = _last_request(saved.metadata.get("last_request"), len(saved.contents))
-        yield Opened(saved.contents, save, archive, sent)
+        yield Opened(saved.contents, save, archive, sent, kept)
 
 
 def _kept(written: list[dict[str, Any]], contents: list[dict[str, Any]]) -> int:

@@ -28,7 +28,14 @@ from typing import Any, Literal, TypeAlias
 from agent._capabilities import generation
 from agent.errors import ConfigurationError
 
-__all__ = ["Thinking", "ToolChoice", "generation_options"]
+__all__ = [
+    "Thinking",
+    "ToolChoice",
+    "generation_options",
+    "thinking_fields",
+    "thinking_for",
+    "tool_config",
+]
 
 Thinking: TypeAlias = Literal["minimal", "low", "medium", "high"] | int
 """A thinking level, or a token budget."""
@@ -53,28 +60,77 @@ def _thinking_config(model: str, thinking: Thinking | None, include: bool | None
         raise ConfigurationError(
             f"thinking must be one of {', '.join(_LEVELS)} or a token budget, got {thinking!r}"
         )
-    found = generation(model)
-    if found is None or found >= 3:
-        if isinstance(thinking, int):
-            thinking = (
-                "minimal"
-                if thinking <= 0
-                else "low"
-                if thinking <= 2048
-                else "medium"
-                if thinking <= 12288
-                else "high"
-            )
-        config["thinking_level"] = thinking.upper()
+    if _takes_level(model):
+        level = _level_of(thinking) if isinstance(thinking, int) else thinking
+        config["thinking_level"] = level.upper()
     elif isinstance(thinking, int):
         config["thinking_budget"] = thinking
     else:
-        pro = "pro" in model
-        config["thinking_budget"] = (_PRO_BUDGETS if pro else {}).get(thinking, _BUDGETS[thinking])
+        config["thinking_budget"] = _budget_of(model, thinking)
     return config
 
 
-def _tool_config(choice: ToolChoice | None, names: Collection[str]) -> dict[str, Any] | None:
+def thinking_fields(model: str, thinking: Thinking) -> dict[str, Any]:
+    """Return the thinking config of ``thinking`` for ``model`` (the other form cleared).
+
+    Raises:
+        ConfigurationError: ``thinking`` is neither a level nor a token budget.
+    """
+    return {
+        "thinking_level": None,
+        "thinking_budget": None,
+        **_thinking_config(model, thinking, None),
+    }
+
+
+def _takes_level(model: str) -> bool:
+    """Gemini 3 and newer (and names the rule cannot read) take a level, 2.x a budget."""
+    found = generation(model)
+    return found is None or found >= 3
+
+
+def _level_of(budget: int) -> str:
+    if budget <= 0:
+        return "minimal"
+    if budget <= 2048:
+        return "low"
+    return "medium" if budget <= 12288 else "high"
+
+
+def _budget_of(model: str, level: str) -> int:
+    return (_PRO_BUDGETS if "pro" in model else {}).get(level, _BUDGETS[level])
+
+
+def thinking_for(model: str, level: str | None, budget: int | None) -> dict[str, Any]:
+    """Return the thinking fields to change so ``model`` takes a setting made for another.
+
+    A request built for Gemini 3 carries a ``thinking_level``, one built for 2.x a
+    ``thinking_budget``; sent to a model of the other kind, the setting is mapped as the
+    table above says. Nothing changes when the form already fits (or both are set).
+
+    Args:
+        model: The model the request goes to.
+        level: The request's ``thinking_level`` (``"HIGH"``), if any.
+        budget: The request's ``thinking_budget``, if any.
+
+    Returns:
+        ``thinking_config`` fields to update (empty when none).
+    """
+    if _takes_level(model) and budget is not None and level is None:
+        return {"thinking_level": _level_of(budget).upper(), "thinking_budget": None}
+    if not _takes_level(model) and level is not None and budget is None:
+        lowered = level.lower()
+        if lowered in _BUDGETS:
+            return {"thinking_budget": _budget_of(model, lowered), "thinking_level": None}
+    return {}
+
+
+def tool_config(choice: ToolChoice | None, names: Collection[str]) -> dict[str, Any] | None:
+    """Return the ``tool_config`` of a tool choice among ``names`` (``None``: send none).
+
+    Raises:
+        ConfigurationError: An unknown choice, or names that are not among ``names``.
+    """
     if choice is None:
         return None
     if isinstance(choice, str):
@@ -140,9 +196,9 @@ def generation_options(
     thinking_config = _thinking_config(model, thinking, include_thoughts)
     if thinking_config:
         typed["thinking_config"] = thinking_config
-    tool_config = _tool_config(tool_choice, tool_names)
-    if tool_config is not None:
-        typed["tool_config"] = tool_config
+    calling = tool_config(tool_choice, tool_names)
+    if calling is not None:
+        typed["tool_config"] = calling
     both = sorted(set(typed) & set(options))
     if both:
         raise ConfigurationError(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent._contents import to_dict
-from agent._cost import Cost, call_usd, run_cost, with_subagents
+from agent._cost import Cost, call_usd, run_cost, with_storage, with_subagents
 from agent._decide import Streaks
 from agent._result import RunResult, Usage
 from agent.events import Event, UsageEvent
@@ -146,6 +146,10 @@ class RunState:
     """The service tier that served each turn (``None``: the server did not say)."""
     extra_tiers: list[str | None] = field(default_factory=list, init=False)
     """The same for `extra_usage`."""
+    turn_models: list[str] = field(default_factory=list, init=False)
+    """The model that answered each turn (a fallback or a per-turn choice shows here)."""
+    extra_models: list[str] = field(default_factory=list, init=False)
+    """The same for `extra_usage`."""
     tool_calls: list[ToolCallRecord] = field(default_factory=list, init=False)
     """Every tool call run, with the arguments it ran with and its result."""
     retries: list[RetryEvent] = field(default_factory=list, init=False)
@@ -166,6 +170,11 @@ class RunState:
     """The events waiting to be yielded."""
     archive: list[dict[str, Any]] = field(default_factory=list, init=False)
     """Contents compaction replaced, in the form they had then (the session keeps them)."""
+    session_metadata: dict[str, Any] = field(default_factory=dict, init=False)
+    """Metadata capabilities keep with the session (a context cache's name and expiry),
+    loaded with it and saved with every turn; empty without a session."""
+    cache_storage: float = field(default=0.0, init=False)
+    """Dollars of context-cache storage this run paid for (see `bill_storage`)."""
     call_model: Callable[[ModelRequest], Awaitable[ModelResponse]] | None = field(
         default=None, init=False
     )
@@ -241,17 +250,21 @@ class RunState:
         self.sent = (response.usage.prompt, len(self.contents))
         self.turn_usage.append(response.usage)
         self.turn_tiers.append(response.service_tier)
+        model = response.model or self.model.name
+        self.turn_models.append(model)
         self.finish_reason = response.finish_reason
-        if response.model_version:
-            self.model_version = response.model_version
-        self._bill(response.usage, response.service_tier)
+        self.model_version = response.model_version or model
+        self._bill(response.usage, response.service_tier, model)
         return UsageEvent(self.turns, response.usage, self.usage)
 
-    def count_extra(self, usage: Usage, service_tier: str | None = None) -> None:
+    def count_extra(
+        self, usage: Usage, service_tier: str | None = None, model: str | None = None
+    ) -> None:
         """Count a model call that is not a turn (a compaction summary)."""
         self.extra_usage.append(usage)
         self.extra_tiers.append(service_tier)
-        self._bill(usage, service_tier)
+        self.extra_models.append(model or self.model.name)
+        self._bill(usage, service_tier, model or self.model.name)
 
     def count_tool_calls(self, records: list[ToolCallRecord]) -> None:
         """Record tool calls run, in this run and in every ancestor's tally."""
@@ -266,15 +279,24 @@ class RunState:
         self.usage = self.usage + child.usage
         self.subagent_costs.append(child.cost)
 
-    def _bill(self, usage: Usage, service_tier: str | None = None) -> None:
+    def _bill(self, usage: Usage, service_tier: str | None, model: str) -> None:
         self.usage = self.usage + usage
-        usd = call_usd(self.model.name, usage, service_tier)
+        usd = call_usd(model, usage, service_tier)
         run: RunState | None = self
         while run is not None:
             tally = run.tally
             tally.requests += 1
             tally.usage = tally.usage + usage
             tally.usd = None if usd is None or tally.usd is None else tally.usd + usd
+            run = run.parent
+
+    def bill_storage(self, usd: float) -> None:
+        """Count dollars of context-cache storage, in this run's cost and every tally."""
+        self.cache_storage += usd
+        run: RunState | None = self
+        while run is not None:
+            tally = run.tally
+            tally.usd = None if tally.usd is None else tally.usd + usd
             run = run.parent
 
     def cost(self) -> Cost:
@@ -285,8 +307,10 @@ class RunState:
             self.extra_usage,
             tiers=self.turn_tiers,
             extra_tiers=self.extra_tiers,
+            models=self.turn_models,
+            extra_models=self.extra_models,
         )
-        return with_subagents(own, self.subagent_costs)
+        return with_subagents(with_storage(own, self.cache_storage), self.subagent_costs)
 
     # -- the result -----------------------------------------------------------------------------
 
@@ -312,6 +336,7 @@ class RunState:
             tool_calls=tuple(self.tool_calls),
             usage=self.usage,
             turn_usage=tuple(self.turn_usage),
+            turn_models=tuple(self.turn_models),
             contents=self.transcript(),
             finish_reason=self.finish_reason,
             model=self.model_version or self.model.name,

@@ -341,11 +341,15 @@ class _RateRun(RunCapability):
         self.limits = limits
         self.sizes: list[tuple[Content, float]] = []
         """The estimated tokens of the contents last measured, each with its Content."""
-        self.config: tuple[Config | None, float] = (None, 0.0)
-        """The estimated tokens of the config last measured, with the config."""
-        self.basis: tuple[Config, int, int] | None = None
-        """The last call that reported its size: its config, how many of `sizes` it sent,
-        and the tokens it reported. A request that extends it is estimated from there."""
+        self.configs: dict[int, tuple[Config, float]] = {}
+        """The estimated tokens of the last configs measured, by identity."""
+        self.basis: tuple[tuple[Any, ...], int, int] | None = None
+        """The last call that reported its size: its prefix (`_prefix_key`), how many of
+        `sizes` it sent, and the tokens it reported. A request that extends it is estimated
+        from there."""
+        self.planned: tuple[int, _Estimate] | None = None
+        """The turn's request as the capabilities before a context cache left it (a cached
+        request does not show the cached tokens): its turn and estimate."""
         self.reported: int | None = None
         """What the current attempt's response reported, once it arrived."""
 
@@ -354,6 +358,7 @@ class _RateRun(RunCapability):
         from agent._decide import Stop
 
         estimate = self._estimate(request)
+        self.planned = (request.turn, estimate)
         if any(limit.too_large(self._tokens(limit, estimate)) for limit in self.limits):
             return Stop("incomplete", keep=False, limit="token_rate")
         return request
@@ -361,10 +366,15 @@ class _RateRun(RunCapability):
     @contextlib.asynccontextmanager
     async def sending(self, run: RunState, request: ModelRequest) -> AsyncIterator[None]:
         estimate = self._estimate(request)
+        planned = self.planned
+        if planned is None or planned[0] != request.turn or not _cached(request):
+            planned = None  # the request shows all it holds
         taken: list[tuple[TokenRate, object, int]] = []
         try:
             for limit in self.limits:
                 tokens = self._tokens(limit, estimate)
+                if planned is not None:
+                    tokens = max(tokens, self._tokens(limit, planned[1]))
                 if limit.too_large(tokens):
                     raise ConfigurationError(
                         f"a model call of about {tokens:,} prompt tokens can never fit "
@@ -381,7 +391,7 @@ class _RateRun(RunCapability):
     ) -> None:
         reported, self.reported = self.reported, None
         if reported is not None:
-            self.basis = (request.config, len(request.contents), reported)
+            self.basis = (_prefix_key(request), len(request.contents), reported)
         for limit, entry, tokens in taken:
             if reported is not None and estimate.raw and not _cached(request):
                 limit.learn(estimate.raw, reported)
@@ -412,12 +422,13 @@ class _RateRun(RunCapability):
         """
         sent = self._measure(request)
         basis = self.basis
-        if basis is not None and basis[0] is request.config and basis[1] <= len(sent):
+        if basis is not None and basis[0] == _prefix_key(request) and basis[1] <= len(sent):
             added = sum(tokens for _, tokens in self.sizes[basis[1] : len(sent)])
             factor = max((limit.scaled(added) for limit in self.limits), default=0)
             return _Estimate(basis[2] + factor, 0.0)
         self.basis = None
-        raw = sum(tokens for _, tokens in self.sizes) + self.config[1] + ENVELOPE_TOKENS
+        raw = sum(tokens for _, tokens in self.sizes) + self._config_tokens(request.config)
+        raw += ENVELOPE_TOKENS
         return _Estimate(0, raw)
 
     def _measure(self, request: ModelRequest) -> list[Content]:
@@ -427,7 +438,7 @@ class _RateRun(RunCapability):
         only the new ones are measured. A measured Content that is not at its place any
         more drops the basis (the transcript was rewritten).
         """
-        from agent._contents import config_chars, to_dict
+        from agent._contents import to_dict
 
         sizes, contents = self.sizes, request.contents
         for index, content in enumerate(contents):
@@ -438,9 +449,28 @@ class _RateRun(RunCapability):
             del sizes[index:]
             sizes.append((content, _content_tokens(to_dict(content))))
         del sizes[len(contents) :]
-        if self.config[0] is not request.config:
-            self.config = (request.config, config_chars(request.config) / CHARS_PER_TOKEN)
         return contents
+
+    def _config_tokens(self, config: Config) -> float:
+        """Return the estimated tokens of a config's system text and tools (each measured once)."""
+        from agent._contents import config_chars
+
+        known = self.configs.get(id(config))
+        if known is None or known[0] is not config:
+            if len(self.configs) >= 4:  # the agent's, a cached one, a fallback's: a few
+                del self.configs[next(iter(self.configs))]
+            known = self.configs[id(config)] = (config, config_chars(config) / CHARS_PER_TOKEN)
+        return known[1]
+
+
+def _prefix_key(request: ModelRequest) -> tuple[Any, ...]:
+    """Return what names a request's fixed part (the same for every turn of a run).
+
+    An estimate from an earlier call holds only for a request with the same fixed part.
+    """
+    config = request.config
+    pieces = (config.system_instruction, config.tools, config.tool_config)
+    return (request.model, getattr(config, "cached_content", None), *map(id, pieces))
 
 
 def _cached(request: ModelRequest) -> bool:

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent._batch import BatchOptions, Engine, JobNote, check_model
+from agent._batch import BatchOptions, Engine, JobNote, check_capabilities, check_model
 from agent._batch_state import BatchState
 from agent._batch_wire import INLINE_LIMIT
 from agent.errors import RunError
@@ -124,6 +124,7 @@ class GeminiBatch:
                 asks for a service tier, or the state file is in use.
         """
         check_model(agent._core.model)
+        check_capabilities(agent._core.capabilities)
 
         def task(task_id: str, prompt: Prompt) -> Task[RunResult]:
             async def run(steps: Steps) -> RunResult:

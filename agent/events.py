@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from agent._builtin_tools import CodeRun, Grounding
@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from toolnexus import Request, ToolResult
 
 __all__ = [
+    "CacheEvent",
     "CodeExecutionEvent",
     "Compacted",
     "DoneEvent",
     "Event",
+    "FallbackEvent",
     "GroundingEvent",
     "PendingEvent",
     "RetryEvent",
@@ -224,6 +226,68 @@ class TierFallbackEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheEvent:
+    """The run's context cache (`agent.capabilities.ContextCache`) changed.
+
+    ``action`` says how: ``"created"`` (made for the run's prefix), ``"found"`` (one made
+    earlier, named by the session or listed by the server, taken up), ``"extended"`` (its
+    life renewed before it ran out), ``"recreated"`` (it was gone, expired or deleted: made
+    again and the turn sent again), ``"deleted"`` (the cache of a prefix the conversation
+    left) or ``"failed"`` (it could not be made or renewed: the request goes without it).
+    """
+
+    action: Literal["created", "found", "extended", "recreated", "deleted", "failed"]
+    """What happened."""
+    name: str | None
+    """The cache (``cachedContents/...``); ``None`` when none could be made."""
+    tokens: int = 0
+    """Its size in tokens."""
+    expires: float | None = None
+    """When it expires, in seconds since the epoch (``None`` when deleted or failed)."""
+    turn: int = 0
+    """The model turn about to be sent."""
+    reason: str | None = None
+    """Why it was recreated or failed (the API's message)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "action": self.action,
+            "name": self.name,
+            "tokens": self.tokens,
+            "expires": self.expires,
+            "turn": self.turn,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackEvent:
+    """A model call failed for good, so the turn goes to the next model of the agent's chain."""
+
+    model: str
+    """The model that failed (it cools down: new turns skip it for a while)."""
+    fallback: str
+    """The model the turn is sent to now."""
+    code: int | None
+    """HTTP status of the last failure (429, 503...); ``None`` for a timeout."""
+    status: str | None
+    """Its status string (``"UNAVAILABLE"``, ``"RESOURCE_EXHAUSTED"``, ``"TIMEOUT"``)."""
+    turn: int = 0
+    """The model turn being fetched."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "model": self.model,
+            "fallback": self.fallback,
+            "code": self.code,
+            "status": self.status,
+            "turn": self.turn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DoneEvent:
     """The run ended; always the last event."""
 
@@ -238,6 +302,8 @@ Event = (
     | PendingEvent
     | RetryEvent
     | TierFallbackEvent
+    | CacheEvent
+    | FallbackEvent
     | UsageEvent
     | GroundingEvent
     | CodeExecutionEvent

@@ -22,17 +22,23 @@ What each hook may return:
 - ``before_tool(call)``: ``None`` (run as asked), a ``dict`` (run with these arguments) or a
   `ToolResult` (do not run the tool; send this result instead: the guardrail seam).
 - ``after_tool(call, result)``: ``None`` (keep) or a `ToolResult` that replaces the result.
+- ``prepare_turn(state)``: called before each model turn with a `TurnState`; ``None``
+  (the turn as configured) or a `TurnSettings` for this turn only: another model, tool
+  choice, set of allowed tools or thinking setting. It runs before ``before_model``, which
+  sees the request as changed.
 
 An exception raised by a hook is not caught: it ends the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
+    from agent._result import ToolCallRecord, Usage
+    from agent._settings import Thinking, ToolChoice
     from agent.events import ToolCall
     from toolnexus import ToolResult
 
@@ -43,6 +49,9 @@ __all__ = [
     "BeforeToolHook",
     "Hooks",
     "ModelRequest",
+    "PrepareTurnHook",
+    "TurnSettings",
+    "TurnState",
     "Veto",
 ]
 
@@ -71,6 +80,72 @@ class Veto:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """Where a run stands before one model turn: what ``prepare_turn`` decides on."""
+
+    turn: int
+    """The 1-based number of the model turn about to be fetched."""
+    max_turns: int
+    """The run's last allowed turn (`RunLimits.max_turns`)."""
+    model: str
+    """The model the turn's request names (a fallback's while the first model cools down)."""
+    models: tuple[str, ...]
+    """The agent's models (the first, then those it falls back to)."""
+    tool_calls: tuple[ToolCallRecord, ...]
+    """Every function call of the run so far, with its result."""
+    usage: Usage
+    """Tokens spent by the run so far."""
+    contents: list[dict[str, Any]]
+    """The transcript so far, as JSON-ready Gemini Content dicts (do not change them)."""
+    deps: Any = None
+    """The run's ``deps``."""
+
+    @property
+    def last_turn(self) -> bool:
+        """Whether this is the last turn the run may take."""
+        return self.turn >= self.max_turns
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    """What ``prepare_turn`` changes for one model turn; ``None`` fields stay as configured.
+
+    Example::
+
+        def prepare_turn(state: TurnState) -> TurnSettings | None:
+            if state.turn == 1:
+                return TurnSettings(tool_choice=["plan"])           # plan first
+            if state.last_turn:
+                return TurnSettings(allowed_tools=[], thinking="low")  # answer now
+            return None
+    """
+
+    model: str | None = None
+    """Send this turn to another model (its thinking setting is sent in that model's form,
+    and the history without the thought signatures other models issued)."""
+    tool_choice: ToolChoice | None = None
+    """``"auto"``, ``"any"`` (must call a function), ``"none"``, or the names of the functions
+    it must choose among (see `ModelSettings.tool_choice`)."""
+    allowed_tools: Sequence[str] | None = None
+    """The only functions declared this turn (``[]``: none; Gemini's built-in tools stay)."""
+    thinking: Thinking | None = None
+    """A thinking level or budget for this turn (see `ModelSettings.thinking`)."""
+
+    def __post_init__(self) -> None:
+        from agent.errors import ConfigurationError
+
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise ConfigurationError(f"TurnSettings.model must be a model name, got {self.model!r}")
+        allowed = self.allowed_tools
+        if allowed is not None and (
+            isinstance(allowed, str) or not all(isinstance(n, str) for n in allowed)
+        ):
+            raise ConfigurationError(
+                f"TurnSettings.allowed_tools must be a list of tool names, got {allowed!r}"
+            )
+
+
 BeforeModelHook: TypeAlias = Callable[[ModelRequest], MaybeAwaitable["ModelRequest | Veto | None"]]
 """``before_model(request) -> ModelRequest | Veto | None`` (sync or async)."""
 
@@ -86,6 +161,9 @@ BeforeToolHook: TypeAlias = Callable[
 AfterToolHook: TypeAlias = Callable[["ToolCall", "ToolResult"], MaybeAwaitable["ToolResult | None"]]
 """``after_tool(call, result) -> ToolResult | None`` (sync or async)."""
 
+PrepareTurnHook: TypeAlias = Callable[[TurnState], MaybeAwaitable["TurnSettings | None"]]
+"""``prepare_turn(state) -> TurnSettings | None`` (sync or async)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Hooks:
@@ -99,3 +177,6 @@ class Hooks:
     """Called before each tool call; may rewrite the arguments or answer in the tool's place."""
     after_tool: AfterToolHook | None = None
     """Called with each tool result; may replace it."""
+    prepare_turn: PrepareTurnHook | None = None
+    """Called before each model turn; may set that turn's model, tool choice, allowed tools
+    or thinking (`TurnSettings`)."""

@@ -5,6 +5,7 @@ Usage::
     python scripts/_bench_micro.py import toolnexus        (or MODULE:ATTR [AFTER_MODULE])
     python scripts/_bench_micro.py build SKILLS_DIR REPEATS
     python scripts/_bench_micro.py discover SKILLS_DIR REPEATS
+    python scripts/_bench_micro.py agents AGENTS_DIR
 
 Each prints one JSON line.
 """
@@ -64,7 +65,28 @@ def main(argv: list[str]) -> dict[str, Any]:
         result = _repeat("tn.list_skills(...)", lambda: tn.list_skills(folder), int(argv[2]))
         result["found"] = len(tn.list_skills(folder).skills)
         return result
+    if mode == "agents":
+        return _agents(argv[1])
     raise SystemExit(f"unknown probe {mode!r}")
+
+
+def _agents(folder: str) -> dict[str, Any]:
+    """Time loading a folder of Markdown agent files as sub-agent tools (agent imported first).
+
+    The first load pays what any first load does (the shared SDK client, the files read
+    cold); the repeat shows the steady cost.
+    """
+    import toolnexus as tn
+    from agent import ClientSettings, load_agents
+
+    toolkit = tn.build()
+    options = {"client": ClientSettings(api_key="bench", base_url="http://127.0.0.1:9")}
+    start = time.perf_counter_ns()
+    tools = load_agents(folder, toolkit=toolkit, **options)
+    first = time.perf_counter_ns() - start
+    start = time.perf_counter_ns()
+    load_agents(folder, toolkit=toolkit, **options)
+    return {"first_ns": first, "repeat_ns": time.perf_counter_ns() - start, "found": len(tools)}
 
 
 if __name__ == "__main__":

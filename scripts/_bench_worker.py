@@ -5,8 +5,10 @@ Usage (driven by bench.py over stdin/stdout, one JSON line per command)::
     python scripts/_bench_worker.py floor pair http://127.0.0.1:PORT decls.json
 
 The implementations: ``floor`` (raw SDK), ``ours`` (``agent.Agent``), and for the tracing
-probe ``traced`` (ours with an OpenTelemetry SDK provider recording every span) and
-``nootel`` (ours with OpenTelemetry not importable).
+probe ``traced`` (ours with an OpenTelemetry SDK provider recording every span),
+``nootel`` (ours with OpenTelemetry not importable) and ``floor-traced`` (the floor creating
+by hand the same spans, with the same attributes, on the same provider: what the
+OpenTelemetry SDK itself costs for them).
 
 Commands on stdin: ``run`` (one measured run), ``quit`` (report peak RSS and exit).
 The first line on stdout reports the import and cold-init times.
@@ -15,11 +17,12 @@ The first line on stdout reports the import and cold-init times.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +42,12 @@ def _stamp_hook(stamps: list[int]) -> Callable[[httpx.Request], Awaitable[None]]
 
 
 async def _floor(
-    scenario: str, base_url: str, raw_decls: list[dict[str, Any]]
+    scenario: str, base_url: str, raw_decls: list[dict[str, Any]], traced: bool = False
 ) -> tuple[Runner, int, int]:
-    """Build the hand loop on the raw SDK; return (runner, import ns, init ns)."""
+    """Build the hand loop on the raw SDK; return (runner, import ns, init ns).
+
+    With ``traced``, the loop creates the spans the agent creates (see `_Spans`).
+    """
     start = time.perf_counter_ns()
     from google import genai
     from google.genai import types
@@ -71,13 +77,15 @@ async def _floor(
         ],
         automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
     )
+    spans = _Spans(base_url, {d["name"]: d.get("description") for d in raw_decls}, traced)
     ready = time.perf_counter_ns()
 
     async def call(fc: types.FunctionCall) -> types.Part:
-        fn = funcs[fc.name or ""]
-        value = fn(**(fc.args or {}))
-        if asyncio.iscoroutine(value):
-            value = await value
+        with spans.tool(fc):
+            fn = funcs[fc.name or ""]
+            value = fn(**(fc.args or {}))
+            if asyncio.iscoroutine(value):
+                value = await value
         return types.Part(
             function_response=types.FunctionResponse(
                 id=fc.id, name=fc.name, response={"result": value}
@@ -89,20 +97,141 @@ async def _floor(
         contents: list[types.Content] = [
             types.Content(role="user", parts=[types.Part(text=sc.prompt(scenario))])
         ]
-        while True:
-            response = await client.aio.models.generate_content(
-                model=sc.MODEL, contents=contents, config=config
-            )
-            calls = response.function_calls
-            if not calls:
-                assert response.text, "the floor got no final answer"
-                return list(stamps)
-            assert response.candidates and response.candidates[0].content
-            contents.append(response.candidates[0].content)
-            parts = await asyncio.gather(*(call(fc) for fc in calls))
-            contents.append(types.Content(role="user", parts=list(parts)))
+        with spans.run() as turns:
+            while True:
+                with spans.model() as done:
+                    response = await client.aio.models.generate_content(
+                        model=sc.MODEL, contents=contents, config=config
+                    )
+                    done(response)
+                turns.append(response)
+                calls = response.function_calls
+                if not calls:
+                    assert response.text, "the floor got no final answer"
+                    return list(stamps)
+                assert response.candidates and response.candidates[0].content
+                contents.append(response.candidates[0].content)
+                parts = await asyncio.gather(*(call(fc) for fc in calls))
+                contents.append(types.Content(role="user", parts=list(parts)))
 
     return run, imported - start, ready - imported
+
+
+def _ignore(response: Any) -> None:
+    """Take no note of a response (the untraced floor)."""
+
+
+class _Spans:
+    """The spans `agent.Agent` records for a run, made by hand for the traced floor.
+
+    The same names, kinds, parents and attributes (GenAI conventions, no content): one
+    ``invoke_agent`` per run, one ``generate_content`` per model call, one ``execute_tool``
+    per function call (the current span while it runs). Without ``traced`` nothing is made.
+    """
+
+    def __init__(self, base_url: str, descriptions: dict[str, Any], traced: bool) -> None:
+        self.descriptions = descriptions
+        self.tracer: Any = None
+        self.context: Any = None
+        if traced:
+            from opentelemetry import trace
+
+            self.trace = trace
+            self.tracer = trace.get_tracer("bench")
+            port = int(base_url.rsplit(":", 1)[1])
+            self.base = {
+                "gen_ai.provider.name": "gcp.gemini",
+                "gen_ai.request.model": sc.MODEL,
+                "server.address": "127.0.0.1",
+                "server.port": port,
+            }
+
+    def run(self) -> contextlib.AbstractContextManager[list[Any]]:
+        """Span the run (a plain list of the responses when not traced)."""
+        return self._run() if self.tracer is not None else contextlib.nullcontext([])
+
+    def model(self) -> contextlib.AbstractContextManager[Callable[[Any], None]]:
+        """Span one model call; the block hands the response to the callable it gets."""
+        return self._model() if self.tracer is not None else contextlib.nullcontext(_ignore)
+
+    def tool(self, fc: Any) -> contextlib.AbstractContextManager[None]:
+        """Span one function call, the current span while it runs."""
+        return self._tool(fc) if self.tracer is not None else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _run(self) -> Iterator[list[Any]]:
+        responses: list[Any] = []
+        span = self.tracer.start_span(
+            "invoke_agent",
+            kind=self.trace.SpanKind.INTERNAL,
+            attributes={"gen_ai.operation.name": "invoke_agent", **self.base},
+        )
+        self.context = self.trace.set_span_in_context(span)
+        try:
+            yield responses
+        finally:
+            usage = [r.usage_metadata for r in responses if r.usage_metadata is not None]
+            span.set_attributes(
+                {
+                    "gen_ai.usage.input_tokens": sum(u.prompt_token_count or 0 for u in usage),
+                    "gen_ai.usage.output_tokens": sum(u.candidates_token_count or 0 for u in usage),
+                    "gen_ai.response.finish_reasons": ["stop"],
+                    "toolnexus.run.status": "completed",
+                    "toolnexus.run.turns": len(responses),
+                    "toolnexus.run.cost_usd": 0.0,
+                }
+            )
+            span.end()
+
+    @contextlib.contextmanager
+    def _model(self) -> Iterator[Callable[[Any], None]]:
+        attributes = {"gen_ai.operation.name": "generate_content", **self.base}
+        span = self.tracer.start_span(
+            f"generate_content {sc.MODEL}",
+            context=self.context,
+            kind=self.trace.SpanKind.CLIENT,
+            attributes=attributes,
+        )
+
+        def done(response: Any) -> None:
+            usage = response.usage_metadata
+            span.set_attributes(
+                {
+                    "gen_ai.usage.input_tokens": usage.prompt_token_count or 0,
+                    "gen_ai.usage.output_tokens": usage.candidates_token_count or 0,
+                    "gen_ai.response.finish_reasons": ["stop"],
+                    "gen_ai.usage.cache_read.input_tokens": usage.cached_content_token_count or 0,
+                    "gen_ai.usage.reasoning.output_tokens": usage.thoughts_token_count or 0,
+                    "gen_ai.response.model": response.model_version or sc.MODEL,
+                    "gen_ai.response.id": response.response_id or "",
+                }
+            )
+
+        try:
+            yield done
+        finally:
+            span.end()
+
+    @contextlib.contextmanager
+    def _tool(self, fc: Any) -> Iterator[None]:
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": fc.name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.id": fc.id or "",
+            "toolnexus.tool.source": "native",
+            "gen_ai.tool.description": self.descriptions.get(fc.name) or "",
+        }
+        span = self.tracer.start_span(
+            f"execute_tool {fc.name}",
+            context=self.context,
+            kind=self.trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        with self.trace.use_span(
+            span, end_on_exit=True, record_exception=False, set_status_on_exception=False
+        ):
+            yield
 
 
 async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
@@ -141,7 +270,7 @@ def _tracing(impl: str) -> None:
     """Set up the tracing side of the ``traced`` and ``nootel`` implementations."""
     if impl == "nootel":
         sys.modules["opentelemetry"] = None  # type: ignore[assignment]
-    elif impl == "traced":
+    elif impl in ("traced", "floor-traced"):
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
@@ -159,8 +288,8 @@ def _tracing(impl: str) -> None:
 
 async def _main(impl: str, scenario: str, base_url: str, decls: list[dict[str, Any]]) -> None:
     _tracing(impl)
-    if impl == "floor":
-        run, import_ns, init_ns = await _floor(scenario, base_url, decls)
+    if impl in ("floor", "floor-traced"):
+        run, import_ns, init_ns = await _floor(scenario, base_url, decls, impl == "floor-traced")
     else:
         run, import_ns, init_ns = await _ours(scenario, base_url)
     print(json.dumps({"import_ns": import_ns, "init_ns": init_ns}), flush=True)

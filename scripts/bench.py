@@ -1,17 +1,18 @@
 #!/usr/bin/env python
 """Measure what ``agent.Agent`` costs over a hand loop on the raw google-genai SDK.
 
-One command, offline, a few minutes on two cores::
+One command, offline, several minutes on two cores::
 
     python scripts/bench.py                       # all scenarios, default run counts
     python scripts/bench.py --runs 10 --scenarios pair,long --json out.json
 
 A strict fake Gemini (``agent.testing.FakeGemini``, Gemini 3 style thought signatures)
-serves real HTTP on 127.0.0.1 from this process. Each scenario starts two fresh worker
-processes, the floor (raw SDK, automatic function calling off, calls run by a dict lookup)
-and ours (``agent.Agent``), and alternates their runs (floor, ours, floor, ours...), so
-both see the same machine state. Every figure of ours is reported as a ratio to the floor
-of the same run, next to its target. Exit status is 0 even when a target is missed: this
+serves real HTTP on 127.0.0.1 from this process. Each round of a scenario starts two fresh
+worker processes, the floor (raw SDK, automatic function calling off, calls run by a dict
+lookup) and ours (``agent.Agent``), and alternates their runs (floor, ours, floor, ours...),
+so both see the same machine state; a scenario's ratio is the median over its rounds
+(``--rounds``, 3 by default). Every figure of ours is reported as a ratio to the floor of
+the same run, next to its target. Exit status is 0 even when a target is missed: this
 is a measurement, not a test.
 """
 
@@ -59,6 +60,11 @@ RSS_EXTRA_MIB = 10.0
 # on two busy cores (a `long` run is 61 round trips, a `fanout` run sleeps 100 ms).
 DEFAULT_RUNS = {"pair": 40, "fanout": 10, "wide": 20, "long": 5}
 DEFAULT_WARMUP = {"pair": 5, "fanout": 2, "wide": 3, "long": 1}
+# Each scenario runs this many rounds, each on two new worker processes; the figures are
+# the round with the median ratio, and the ratio is the median of the rounds' ratios.
+DEFAULT_ROUNDS = 3
+# 100 Markdown agent files loaded as sub-agent tools, in a process that imported agent.
+AGENT_FILES_S = 1.0
 
 
 def _env() -> dict[str, str]:
@@ -254,19 +260,23 @@ def bench_scenario(
     return out
 
 
-# Tracing: an SDK provider recording every span may cost this much of the pair run time;
-# with no provider (or no OpenTelemetry at all) the spans are no-ops.
-TRACING_ON_MAX = 1.03
+# Tracing on: what our own code adds per pair run beyond what the OpenTelemetry SDK itself
+# costs for the same spans (the floor creating them by hand on the same provider).
+TRACING_OWN_MS = 0.1
 
 
 def bench_tracing(base_url: str, runs: int, warmup: int, folder: Path) -> dict[str, Any]:
-    """Pair runs of ours with tracing on, off (API only) and absent, interleaved."""
+    """Pair runs with tracing on, off (API only) and absent, and the floor with and without spans.
+
+    All five workers take turns, so each round of five runs sees one machine state; the
+    figures are medians over rounds of per-round differences.
+    """
     decls = declarations("pair", base_url, folder)
-    impls = ("nootel", "ours", "traced")
+    impls = ("nootel", "ours", "traced", "floor", "floor-traced")
     workers = {impl: Worker(impl, "pair", base_url, decls) for impl in impls}
     times: dict[str, list[float]] = {impl: [] for impl in impls}
     for index in range(warmup + runs):
-        order = impls[index % 3 :] + impls[: index % 3]
+        order = impls[index % len(impls) :] + impls[: index % len(impls)]
         for impl in order:
             result = workers[impl].run()
             if index >= warmup:
@@ -274,13 +284,18 @@ def bench_tracing(base_url: str, runs: int, warmup: int, folder: Path) -> dict[s
     for worker in workers.values():
         worker.close()
     p50 = {impl: statistics.median(values) for impl, values in times.items()}
-    on = p50["traced"] / p50["ours"]
+    ours_spans = [t - o for t, o in zip(times["traced"], times["ours"], strict=True)]
+    sdk_spans = [t - f for t, f in zip(times["floor-traced"], times["floor"], strict=True)]
+    own = statistics.median(o - b for o, b in zip(ours_spans, sdk_spans, strict=True))
     return {
         "run_ms_p50": p50,
-        "on_ratio": on,
+        "spans_ms": statistics.median(ours_spans),
+        "sdk_spans_ms": statistics.median(sdk_spans),
+        "own_ms": own,
+        "on_ratio": p50["traced"] / p50["ours"],
         "off_ratio": p50["ours"] / p50["nootel"],
-        "target_on": TRACING_ON_MAX,
-        "met": on <= TRACING_ON_MAX,
+        "target_own_ms": TRACING_OWN_MS,
+        "met": own <= TRACING_OWN_MS,
     }
 
 
@@ -309,6 +324,60 @@ def bench_growth(runs: int) -> dict[str, Any]:
     session["target"] = GROWTH_FLAT_MAX
     session["met"] = max(session["save_ratio"], session["check_ratio"]) <= GROWTH_FLAT_MAX
     return out
+
+
+def bench_mcp(calls: int) -> dict[str, Any] | None:
+    """Run the MCP server probe (ours against the SDK's bare server); ``None`` without mcp."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        return None
+    return _probe_script("_bench_mcp.py", str(calls))
+
+
+def bench_caching() -> dict[str, Any]:
+    """Run the context-cache probe (200 tools, 30 turns, without and with) in a fresh process."""
+    return _probe_script("_bench_caching.py")
+
+
+def _mcp_lines(served: dict[str, Any]) -> list[str]:
+    """Render the MCP server probe: server CPU and round trip per call, ours vs the bare SDK."""
+    lines = ["", "MCP server, per tools/call of a quick tool (ours / the SDK's bare server):"]
+    for era, label in (("legacy", "2025-11-25"), ("modern", "2026-07-28")):
+        m = served[era]
+        lines.append(
+            f"  {label}  server CPU {m['cpu_ms']['bare']:.2f} -> {m['cpu_ms']['ours']:.2f} ms "
+            f"({m['cpu_ratio']:.2f}x); round trip p50 {m['round_trip_ms']['bare']:.2f} -> "
+            f"{m['round_trip_ms']['ours']:.2f} ms ({m['round_trip_ratio']:.2f}x)"
+        )
+    return lines
+
+
+def _caching_lines(caching: dict[str, Any]) -> list[str]:
+    """Render the context-cache probe: request bytes and dollars per turn, without and with."""
+    plain, cached = caching["without"], caching["with"]
+    lines = [
+        "",
+        f"context cache: {caching['tools']} tools, {caching['turns']} turns on "
+        f"{caching['model']}, without vs ContextCache(ttl=600) (the fake's 4-chars-a-token "
+        "usage, the price table's dollars)",
+        f"{'turn':>6} {'bytes without':>14} {'bytes with':>11} {'$ without':>10} {'$ with':>10}",
+    ]
+    for turn in (1, 2, 3, 5, 10, 15, 20, 25, 30):
+        i = turn - 1
+        lines.append(
+            f"{turn:>6} {plain['bytes'][i]:>14,} {cached['bytes'][i]:>11,} "
+            f"{plain['turn_usd'][i]:>10.6f} {cached['turn_usd'][i]:>10.6f}"
+        )
+    lines += [
+        f"{'total':>6} {sum(plain['bytes']):>14,} {sum(cached['bytes']):>11,} "
+        f"{plain['usd']:>10.6f} {cached['usd']:>10.6f}  (with: storage "
+        f"${cached['storage_usd']:.6f} included, net saving ${cached['saving_usd']:.6f})",
+        f"{'':6} with/without: bytes {caching['bytes_ratio']:.3f}, dollars "
+        f"{caching['usd_ratio']:.3f}; cache calls {', '.join(cached['cache_calls'])} "
+        f"(one cache of {', '.join(f'{t:,}' for t in cached['cache_tokens'])} tokens)",
+    ]
+    return lines
 
 
 def _probe(*args: str) -> dict[str, Any]:
@@ -377,7 +446,46 @@ def bench_toolkit(folder: Path, repeats: int) -> dict[str, Any]:
     build["met"] = build["first_ns"] / 1e6 <= BUILD_MS and build["repeat_ns"] / 1e6 <= BUILD_MS
     discover = _probe("discover", str(make_skills(folder, 1000)), "3")
     discover["met"] = discover["first_ns"] / 1e9 <= DISCOVER_S
-    return {"build": build, "discover": discover}
+    agents = _probe("agents", str(make_agent_files(folder, 100)))
+    agents["met"] = agents["first_ns"] / 1e9 <= AGENT_FILES_S
+    return {"build": build, "discover": discover, "agents": agents}
+
+
+def rounds_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return one scenario's figures over rounds: the median round, with the median ratio.
+
+    Each round ran on its own pair of worker processes, so a process that happened to land
+    on a busy core (or a lucky one) is one round of several, not the whole figure.
+    """
+    ordered = sorted(results, key=lambda r: r["ratio"])
+    out = dict(ordered[len(ordered) // 2])
+    out["rounds"] = len(results)
+    out["ratios"] = [r["ratio"] for r in results]
+    out["ratio"] = statistics.median(out["ratios"])
+    out["net_ratio"] = statistics.median(r["net_ratio"] for r in results)
+    out["met"] = out["ratio"] <= out["target"]
+    if "cold_extra_ms" in out:
+        # The median round's own figure stays beside its two sides; the target reads the
+        # median over the rounds (a new process's first run is one sample per round).
+        out["cold_extra_rounds_ms"] = [r["cold_extra_ms"] for r in results]
+        out["cold_extra_median_ms"] = statistics.median(out["cold_extra_rounds_ms"])
+        out["cold_met"] = out["cold_extra_median_ms"] <= FIRST_RUN_EXTRA_MS
+    return out
+
+
+def make_agent_files(folder: Path, count: int) -> Path:
+    """Write ``count`` Markdown agent files (Claude Code style frontmatter) under ``folder``."""
+    root = folder / "agents"
+    root.mkdir()
+    for i in range(count):
+        (root / f"helper-{i:03d}.md").write_text(
+            f"---\nname: helper-{i:03d}\ndescription: Helper number {i}: reviews one part of "
+            "a change and reports what it finds, with file and line.\ntools: Read, Glob, Grep\n"
+            f"model: gemini-2.5-flash\n---\n\nYou are helper {i}. Review the part you are "
+            "given and report what you find.\n",
+            encoding="utf-8",
+        )
+    return root
 
 
 def _mark(met: bool) -> str:
@@ -391,47 +499,19 @@ def table(results: dict[str, Any]) -> str:
         f"{'req p95':>8} {'init':>8} {'rss MiB':>8}",
     ]
     for name, r in results["scenarios"].items():
-        for impl in ("floor", "ours"):
-            x = r[impl]
-            lines.append(
-                f"{name:8} {impl:5} {x['run_ms']['p50']:8.2f}ms {x['run_ms']['p95']:8.2f}ms "
-                f"{x['request_ms']['p50']:7.2f}ms {x['request_ms']['p95']:7.2f}ms "
-                f"{x['init_ms']:6.1f}ms {x['maxrss_mib']:8.1f}"
-            )
-        if name == "long":
-            lines.append(
-                f"{'':8} last 10 turns p50: floor {r['floor']['last10_ms']['p50']:.2f} ms, "
-                f"ours {r['ours']['last10_ms']['p50']:.2f} ms "
-                f"(first 10: floor {r['floor']['first10_ms']['p50']:.2f}, "
-                f"ours {r['ours']['first10_ms']['p50']:.2f})"
-            )
-        lines.append(
-            f"{'':8} ratio ({r['ratio_of']}) {r['ratio']:.3f} x floor "
-            f"({r['net_ratio']:.3f} without the fake's time), target <= "
-            f"{r['target']:.2f}: {_mark(r['met'])}; fake server {r['server_request_ms']['p50']:.2f}"
-            f" ms/request p50 ({r['server_request_ms']['p95']:.2f} p95)"
-        )
-        if "rss_extra_mib" in r:
-            lines.append(
-                f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
-                f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
-            )
-        if "cold_extra_ms" in r:
-            lines.append(
-                f"{'':8} new process, import + init + first run: floor "
-                f"{r['floor']['cold_ms']:.0f} ms, ours {r['ours']['cold_ms']:.0f} ms = floor "
-                f"{r['cold_extra_ms']:+.0f} ms, target <= +{FIRST_RUN_EXTRA_MS:.0f}: "
-                f"{_mark(r['cold_met'])}"
-            )
+        lines += _scenario_lines(name, r)
     tracing = results.get("tracing")
     if tracing:
         p50 = tracing["run_ms_p50"]
         lines += [
             "",
             f"tracing (pair p50)  on {p50['traced']:.2f} ms, off {p50['ours']:.2f} ms, no "
-            f"OpenTelemetry {p50['nootel']:.2f} ms; on/off {tracing['on_ratio']:.3f} (target <= "
-            f"{tracing['target_on']:.2f}: {_mark(tracing['met'])}), off/absent "
-            f"{tracing['off_ratio']:.3f}",
+            f"OpenTelemetry {p50['nootel']:.2f} ms; on/off {tracing['on_ratio']:.3f}, off/absent "
+            f"{tracing['off_ratio']:.3f} (absent within noise: 1.00)",
+            f"tracing on          spans add {tracing['spans_ms']:+.3f} ms per run; the same spans "
+            f"made by hand on the floor {tracing['sdk_spans_ms']:+.3f} ms; ours beyond the "
+            f"OpenTelemetry SDK {tracing['own_ms']:+.3f} ms, target <= "
+            f"{tracing['target_own_ms']:.1f} ms: {_mark(tracing['met'])}",
         ]
     compaction = results.get("compaction")
     if compaction:
@@ -446,6 +526,12 @@ def table(results: dict[str, Any]) -> str:
     growth = results.get("growth")
     if growth:
         lines += _growth_lines(growth)
+    served = results.get("mcp")
+    if served:
+        lines += _mcp_lines(served)
+    caching = results.get("caching")
+    if caching:
+        lines += _caching_lines(caching)
     imports = results.get("imports")
     if imports:
         sdk = imports["google.genai"]["ms"]
@@ -464,17 +550,66 @@ def table(results: dict[str, Any]) -> str:
         lines += _bench_durable.table(results["durable"])
     if "batch_api" in results:
         lines += _bench_batchapi.table(results["batch_api"])
-    tk = results.get("toolkit")
-    if tk:
-        b, d = tk["build"], tk["discover"]
-        lines += [
-            f"default toolkit     first {b['first_ns'] / 1e6:6.1f} ms, repeated "
-            f"{b['repeat_ns'] / 1e6:6.1f} ms; target <= {BUILD_MS:.0f} ms: {_mark(b['met'])}",
-            f"1,000 skills        first {d['first_ns'] / 1e6:6.1f} ms, repeated "
-            f"{d['repeat_ns'] / 1e6:6.1f} ms ({d['found']} found); target <= "
-            f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
-        ]
+    if "toolkit" in results:
+        lines += _toolkit_lines(results["toolkit"])
     return "\n".join(lines)
+
+
+def _scenario_lines(name: str, r: dict[str, Any]) -> list[str]:
+    """Render one scenario: both sides, its rounds, the ratio and the pair-only figures."""
+    lines: list[str] = []
+    for impl in ("floor", "ours"):
+        x = r[impl]
+        lines.append(
+            f"{name:8} {impl:5} {x['run_ms']['p50']:8.2f}ms {x['run_ms']['p95']:8.2f}ms "
+            f"{x['request_ms']['p50']:7.2f}ms {x['request_ms']['p95']:7.2f}ms "
+            f"{x['init_ms']:6.1f}ms {x['maxrss_mib']:8.1f}"
+        )
+    if name == "long":
+        lines.append(
+            f"{'':8} last 10 turns p50: floor {r['floor']['last10_ms']['p50']:.2f} ms, "
+            f"ours {r['ours']['last10_ms']['p50']:.2f} ms "
+            f"(first 10: floor {r['floor']['first10_ms']['p50']:.2f}, "
+            f"ours {r['ours']['first10_ms']['p50']:.2f})"
+        )
+    if r.get("rounds", 1) > 1:
+        shown = ", ".join(f"{x:.3f}" for x in r["ratios"])
+        lines.append(f"{'':8} rounds (each on new processes): {shown}; the median round above")
+    lines.append(
+        f"{'':8} ratio ({r['ratio_of']}) {r['ratio']:.3f} x floor "
+        f"({r['net_ratio']:.3f} without the fake's time), target <= "
+        f"{r['target']:.2f}: {_mark(r['met'])}; fake server {r['server_request_ms']['p50']:.2f}"
+        f" ms/request p50 ({r['server_request_ms']['p95']:.2f} p95)"
+    )
+    if "rss_extra_mib" in r:
+        lines.append(
+            f"{'':8} peak RSS ours - floor = {r['rss_extra_mib']:+.1f} MiB, target <= "
+            f"+{RSS_EXTRA_MIB:.0f}: {_mark(r['rss_met'])}"
+        )
+    if "cold_extra_ms" in r:
+        extra = r.get("cold_extra_median_ms", r["cold_extra_ms"])
+        lines.append(
+            f"{'':8} new process, import + init + first run: floor "
+            f"{r['floor']['cold_ms']:.0f} ms, ours {r['ours']['cold_ms']:.0f} ms; ours = "
+            f"floor {extra:+.0f} ms (median over rounds), target <= "
+            f"+{FIRST_RUN_EXTRA_MS:.0f}: {_mark(r['cold_met'])}"
+        )
+    return lines
+
+
+def _toolkit_lines(tk: dict[str, Any]) -> list[str]:
+    """Render the toolkit build, skill discovery and agent-file probes."""
+    b, d, a = tk["build"], tk["discover"], tk["agents"]
+    return [
+        f"default toolkit     first {b['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{b['repeat_ns'] / 1e6:6.1f} ms; target <= {BUILD_MS:.0f} ms: {_mark(b['met'])}",
+        f"1,000 skills        first {d['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{d['repeat_ns'] / 1e6:6.1f} ms ({d['found']} found); target <= "
+        f"{DISCOVER_S:.0f} s: {_mark(d['met'])}",
+        f"100 agent files     first {a['first_ns'] / 1e6:6.1f} ms, repeated "
+        f"{a['repeat_ns'] / 1e6:6.1f} ms ({a['found']} loaded); target <= "
+        f"{AGENT_FILES_S:.0f} s: {_mark(a['met'])}",
+    ]
 
 
 def _growth_lines(growth: dict[str, Any]) -> list[str]:
@@ -513,6 +648,12 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", type=int, help="measured runs per side [pair 40, fanout 10, wide 20, long 5]"
     )
     parser.add_argument("--warmup", type=int, help="warm-up runs per side [pair 5, ... long 1]")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help=f"rounds per scenario, each on new worker processes [{DEFAULT_ROUNDS}]",
+    )
     parser.add_argument("--scenarios", default=",".join(sc.SCENARIOS), help="comma-separated")
     parser.add_argument("--json", default="bench-results.json", help="where to write the JSON")
     parser.add_argument("--repeats", type=int, default=5, help="import/build probe repeats [5]")
@@ -528,6 +669,14 @@ def main(argv: list[str] | None = None) -> int:
         "--no-growth",
         action="store_true",
         help="skip the growth probe (1-500 tools, 1-100 turns, a 300-run SQLite chat)",
+    )
+    parser.add_argument(
+        "--no-mcp", action="store_true", help="skip the MCP server probe (ours vs the bare SDK)"
+    )
+    parser.add_argument(
+        "--no-caching",
+        action="store_true",
+        help="skip the context-cache probe (200 tools, 30 turns, without and with a cache)",
     )
     parser.add_argument(
         "--durable",
@@ -550,8 +699,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = sorted(set(scenarios) - set(sc.SCENARIOS))
-    if unknown or (args.runs is not None and args.runs < 1) or (args.warmup or 0) < 0:
-        parser.error(f"bad options: scenarios must be among {', '.join(sc.SCENARIOS)}, runs >= 1")
+    bad_counts = (args.runs is not None and args.runs < 1) or (args.warmup or 0) < 0
+    if unknown or bad_counts or args.rounds < 1:
+        parser.error(
+            f"bad options: scenarios must be among {', '.join(sc.SCENARIOS)}, runs and rounds >= 1"
+        )
     began = time.perf_counter()
     results: dict[str, Any] = {
         "python": sys.version.split()[0],
@@ -569,8 +721,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"running {scenario}...", file=sys.stderr, flush=True)
                 runs = args.runs if args.runs is not None else DEFAULT_RUNS[scenario]
                 warmup = args.warmup if args.warmup is not None else DEFAULT_WARMUP[scenario]
-                results["scenarios"][scenario] = bench_scenario(
-                    scenario, server.base_url, runs, warmup, folder, timing
+                results["scenarios"][scenario] = rounds_of(
+                    [
+                        bench_scenario(scenario, server.base_url, runs, warmup, folder, timing)
+                        for _ in range(args.rounds)
+                    ]
                 )
                 results["scenarios"][scenario]["runs"] = runs
                 results["scenarios"][scenario]["warmup"] = warmup
@@ -585,6 +740,12 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_growth:
                 print("probing how cost grows...", file=sys.stderr, flush=True)
                 results["growth"] = bench_growth(args.runs if args.runs is not None else 20)
+            if not args.no_mcp:
+                print("probing the MCP server...", file=sys.stderr, flush=True)
+                results["mcp"] = bench_mcp(10 * (args.runs if args.runs is not None else 20))
+            if not args.no_caching:
+                print("probing a context cache...", file=sys.stderr, flush=True)
+                results["caching"] = bench_caching()
             if args.durable:
                 print("measuring durable runs and a batch on DBOS...", file=sys.stderr, flush=True)
                 results["durable"] = _bench_durable.bench_durable(20, args.durable_tasks, folder)

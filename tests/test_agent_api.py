@@ -49,6 +49,8 @@ EXPECTED = [
     "Transcript",
     "TranscriptError",
     "TranscriptVersionError",
+    "TurnSettings",
+    "TurnState",
     "UnknownModelWarning",
     "Usage",
     "UsageLimits",

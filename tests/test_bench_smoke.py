@@ -28,11 +28,15 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
             "2",
             "--warmup",
             "1",
+            "--rounds",
+            "1",
             "--scenarios",
             "pair",
             "--no-micro",
             "--no-compaction",
             "--no-growth",
+            "--no-mcp",
+            "--no-caching",
             "--no-prime",
             "--json",
             str(out),
@@ -68,6 +72,25 @@ def test_bench_pair_tiny_run_writes_json_with_ratio(tmp_path: Path) -> None:
     assert pair["server_request_ms"]["p50"] > 0
     assert "pair" in done.stdout and "x floor" in done.stdout
     assert "import + init + first run" in done.stdout
+
+
+@pytest.mark.timeout(120)
+def test_the_context_cache_probe_compares_one_run_without_and_with() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    data = bench.bench_caching()
+    plain, cached = data["without"], data["with"]
+    assert len(plain["bytes"]) == len(cached["bytes"]) == data["turns"] == 30
+    assert cached["cache_calls"] == ["GET", "POST"]  # looked up, then made: once
+    assert all(tokens == cached["cache_tokens"][0] for tokens in cached["cached_tokens"])
+    assert plain["cached_tokens"] == [0] * 30
+    # The prefix (200 declarations and the system prompt) leaves every request.
+    assert all(w < p / 10 for w, p in zip(cached["bytes"], plain["bytes"], strict=True))
+    assert cached["usd"] < plain["usd"] and cached["storage_usd"] > 0
+    assert "context cache: 200 tools, 30 turns" in bench.table({"scenarios": {}, "caching": data})
 
 
 @pytest.mark.timeout(300)

@@ -26,6 +26,27 @@ EXPECTED = {
     ],
     "run_data.py": ['Ada: Your orders: ["kettle"]', 'Bob: Your orders: ["lamp","rug"]'],
     "token_rate.py": ["6 runs, 18 requests", "researcher ask", "at most 6,000 tokens per 2 s"],
+    "routing.py": [
+        "gemini-3.1-pro-preview failed (UNAVAILABLE); turn 2 -> gemini-3-flash-preview",
+        "billing: filed: notes on billing: ok | turns on gemini-3.1-pro-preview, "
+        "gemini-3-flash-preview",
+        "hiring: filed: notes on hiring: ok | turns on gemini-3-flash-preview, "
+        "gemini-3-flash-preview",
+        "flash got pro's call with the signature 'skip_thought_signature_validator'",
+        "requests: 8, refused for a signature: 0",
+    ],
+    "serve_agent.py": [
+        "asked about draft.txt: deny",
+        "asked about final.txt: approve",
+        "agent: You asked me to save a draft and a final version.",
+        "files: ['final.txt']",
+    ],
+    "context_cache.py": [
+        "  cache created: cachedContents/fakecache0001 (9,070 tokens)",
+        "  Is product 5 in stock? -> Found it: product 5: fine (from desk 5)",
+        "  6 requests, $0.003826, 4,803 characters of request bodies",
+        "  6 requests, $0.017008, 222,381 characters of request bodies",
+    ],
     "gemini_batch.py": [
         "batches/fakebatch000002: 3 requests sent (inline)",
         "oslo: It is rain, 12 C. ($0.00110, 2 turns)",

@@ -51,7 +51,7 @@ from agent.errors import RunError
 
 if TYPE_CHECKING:
     from agent import Agent
-    from agent.capabilities import TokenRate
+    from agent.capabilities import ContextCache, TokenRate
     from agent.cli._model import AgentFactory
     from agent.cli.batch import Task
     from toolnexus import Toolkit
@@ -362,7 +362,8 @@ class _Payload:
     """Builds each task's workflow input: the task, with what the batch's flags decide.
 
     Carried with the task, so every worker applies what the local runner would, whatever
-    its own command line says: the approval policy, the typed output, the rate limits.
+    its own command line says: the approval policy, the typed output, the model chain, the
+    context cache, the rate limits.
     """
 
     def __init__(self, args: argparse.Namespace, batch: str) -> None:
@@ -371,6 +372,7 @@ class _Payload:
         self.system = read_system(args.system)
         self.output_schema = _output_schema(args.output_schema)
         self.rate = rate_spec(args)
+        self.cache = _cache_setting(args)
 
     def of(self, task: Task) -> dict[str, Any]:
         args = self.args
@@ -379,6 +381,8 @@ class _Payload:
             "batch": self.batch,
             "prompt": task.prompt,
             "model": task.model or args.model,
+            # The --model chain goes with the task (a task's own model: none).
+            "fallback_models": [] if task.model else list(args.models[1:]),
             "system": task.system if task.system is not None else self.system,
             "max_turns": task.max_turns or args.max_turns,
             "files": [str(Path(name).resolve()) for name in task.files],
@@ -387,8 +391,26 @@ class _Payload:
             "output_schema": self.output_schema,
             "deps": args.deps,
             "builtin_tools": list(args.builtin_tools or ()),
+            # The context cache of --cache: each worker keeps one per setting.
+            "cache": self.cache,
             "rate": self.rate,
         }
+
+
+def _cache_setting(args: argparse.Namespace) -> list[Any] | None:
+    """Return ``[ttl, mode]`` of ``--cache`` and ``--cache-mode`` (the workers make the cache).
+
+    Read from the flags, not from a `ContextCache`: the submitter stays without the SDK.
+
+    Raises:
+        CliError: ``--cache-mode`` without ``--cache``.
+    """
+    ttl, mode = getattr(args, "cache", None), getattr(args, "cache_mode", None)
+    if ttl is None:
+        if mode is not None:
+            raise CliError("toolnexus-agent: --cache-mode needs --cache TTL")
+        return None
+    return [float(ttl), mode or "auto"]
 
 
 def _output_schema(spec: str | None) -> dict[str, Any] | None:
@@ -455,6 +477,7 @@ class WorkerRuntime:
         self._deps: dict[str, Any] = {}
         self._rates: dict[tuple[Any, ...], TokenRate] = {}
         self._ledgers: dict[str, DatabaseLedger] = {}
+        self._caches: dict[tuple[float, str], ContextCache] = {}
 
     def agent_for(self, task: Mapping[str, Any]) -> Agent:
         """Return the agent for a task's settings (tasks with the same ones share it)."""
@@ -463,6 +486,10 @@ class WorkerRuntime:
         allow = tuple(task.get("allow") or ())
         approval = task.get("approval") or "ask"
         schema = task.get("output_schema")
+        # A task enqueued by an older version carries no chain: the worker's --model flags.
+        carried = task.get("fallback_models")
+        fallbacks = tuple(carried) if carried is not None else None
+        builtin = tuple(task.get("builtin_tools") or ())
         rate = self.rate_for(task)
         key = (
             task["model"],
@@ -471,7 +498,9 @@ class WorkerRuntime:
             allow,
             approval,
             json.dumps(schema, sort_keys=True),
-            tuple(task.get("builtin_tools") or ()),
+            builtin,
+            tuple(task.get("cache") or ()),
+            fallbacks,
             id(rate),
         )
         if key not in self._agents:
@@ -484,10 +513,28 @@ class WorkerRuntime:
                 max_turns=task["max_turns"],
                 approval=policy,
                 output_type=schema,
-                builtin_tools=key[-2],
+                builtin_tools=builtin,
+                cache=self._cache_of(task),
+                fallbacks=fallbacks,
                 rate=rate,
             )
         return self._agents[key]
+
+    def _cache_of(self, task: Mapping[str, Any]) -> ContextCache | None:
+        """Return the context cache of a task's ``--cache`` (else the worker's own, if any).
+
+        The tasks of one setting share one cache in this worker; other workers find it on
+        the server.
+        """
+        setting = task.get("cache")
+        if not setting:
+            return self.factory.cache
+        ttl, mode = float(setting[0]), str(setting[1])
+        if (ttl, mode) not in self._caches:
+            from agent.capabilities import ContextCache
+
+            self._caches[ttl, mode] = ContextCache(ttl=ttl, mode=mode)  # type: ignore[arg-type]
+        return self._caches[ttl, mode]
 
     def rate_for(self, task: Mapping[str, Any]) -> TokenRate | None:
         """Return the batch's rate limit on the batch database (one per batch and limits)."""

@@ -85,6 +85,9 @@ def check_gemini_batch_flags(args: argparse.Namespace, command: str) -> None:
         "--max-enqueued-tokens",
         "service_tier": "every request of a batch job is billed at the batch price",
         "fallback_tier": "every request of a batch job is billed at the batch price",
+        "cache": "a job may run hours after it is sent, past a context cache's life, and "
+        "its requests are half price already",
+        "cache_mode": "a job may run hours after it is sent, past a context cache's life",
         "budget_usd": "every task starts at once in the first job, so there is no task "
         "left to hold back: run fewer tasks, or bound each with --max-turns",
         "db": "it is a flag of --engine dbos",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import httpx
 
     from agent import Agent, ApprovalPolicy, ModelSettings, Store
-    from agent.capabilities import TokenRate
+    from agent.capabilities import ContextCache, TokenRate
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentFactory",
     "add_subagents",
+    "flag_cache",
     "flag_settings",
     "make_agent",
     "open_agents",
@@ -58,6 +59,10 @@ class AgentFactory:
     """Gemini's own tools every agent offers (``--builtin-tool``)."""
     settings: ModelSettings | None = None
     """The model settings of the flags (``--service-tier``), if any."""
+    cache: ContextCache | None = None
+    """The context cache of ``--cache``, shared by every agent the factory makes."""
+    fallbacks: tuple[str, ...] = ()
+    """The models a turn of ``model`` falls back to (the other names of ``--model``)."""
     rate: TokenRate | None = None
     """The rate limit of the flags (``--tpm``, ``--rpm``), shared by every agent made."""
 
@@ -66,24 +71,31 @@ class AgentFactory:
         toolkit: Toolkit,
         *,
         model: str | None = None,
+        fallbacks: Sequence[str] | None = None,
         builtin_tools: Sequence[str] | None = None,
         **options: Any,
     ) -> Agent:
         """Return an `Agent` on the shared client (see `make_agent` for the options).
 
-        ``model`` and ``builtin_tools`` default to the factory's (the command's flags).
+        ``model``, ``builtin_tools`` and the context cache (``cache``) default to the
+        factory's (the command's flags); the factory's model falls back to its `fallbacks`
+        unless ``fallbacks`` says otherwise, another model (a batch task's own) to none.
 
         Raises:
             CliError: The agent's options are wrong (its `ConfigurationError`).
         """
+        cache = options.pop("cache", self.cache)
+        chosen = model or self.model
+        if fallbacks is None:
+            fallbacks = self.fallbacks if chosen == self.model else ()
         return make_agent(
             toolkit,
             http=self.http,
             api_key=self.api_key,
             scripted=self.fake is not None,
-            model=model or self.model,
+            model=(chosen, *fallbacks) if fallbacks else chosen,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
-            **{"settings": self.settings, "rate": self.rate, **options},
+            **{"settings": self.settings, "cache": cache, "rate": self.rate, **options},
         )
 
     def report(self, err: TextIO) -> None:
@@ -99,7 +111,7 @@ def make_agent(
     http: httpx.AsyncClient,
     api_key: str | None,
     scripted: bool,
-    model: str,
+    model: str | Sequence[str],
     system: str | None = None,
     max_turns: int | None = None,
     wait_for: Asker | None = None,
@@ -108,6 +120,7 @@ def make_agent(
     approval: ApprovalPolicy | None = None,
     builtin_tools: Sequence[str] = (),
     settings: ModelSettings | None = None,
+    cache: ContextCache | None = None,
     rate: TokenRate | None = None,
 ) -> Agent:
     """Return the `Agent` of a command: every subcommand's agents are made here.
@@ -117,7 +130,7 @@ def make_agent(
         http: The HTTP client to send on (to Gemini, or to a fake).
         api_key: The key; ``None`` lets the SDK read the environment.
         scripted: The model is a ``--fake`` scenario: failures are retried quickly.
-        model: The model name.
+        model: The model name, or the names of a fallback chain (first the agent's model).
         system: The system prompt (``--system``), if any.
         max_turns: ``--max-turns``; ``None`` for the agent's default.
         wait_for: Answers questions and approvals on the terminal, if any.
@@ -126,6 +139,7 @@ def make_agent(
         approval: The approval policy (``--approval``), if any.
         builtin_tools: Gemini's own tools (``--builtin-tool``).
         settings: The model settings (``--service-tier``), if any.
+        cache: The context cache (``--cache``), if any.
         rate: The rate limit (``--tpm``, ``--rpm``), if any: the same object for every
             agent of the command.
 
@@ -151,10 +165,27 @@ def make_agent(
             output_type=output_type,
             approval=approval,
             builtin_tools=builtin_tools,
-            capabilities=[rate] if rate is not None else [],
+            capabilities=[c for c in (cache, rate) if c is not None],
         )
     except ConfigurationError as exc:
         raise CliError(f"toolnexus-agent: {exc}") from None
+
+
+def flag_cache(args: argparse.Namespace) -> ContextCache | None:
+    """Return a `ContextCache` for ``--cache TTL`` / ``--cache-mode``, if asked for.
+
+    Raises:
+        CliError: ``--cache-mode`` without ``--cache``.
+    """
+    ttl = getattr(args, "cache", None)
+    mode = getattr(args, "cache_mode", None)
+    if ttl is None:
+        if mode is not None:
+            raise CliError("toolnexus-agent: --cache-mode needs --cache TTL")
+        return None
+    from agent.capabilities import ContextCache
+
+    return ContextCache(ttl=ttl, mode=mode or "auto")
 
 
 def flag_settings(args: argparse.Namespace) -> ModelSettings | None:
@@ -197,13 +228,25 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
 
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
     settings = flag_settings(args)
+    cache = flag_cache(args)
+    fallbacks = tuple(getattr(args, "models", None) or ())[1:]
     rate = rate_of(rate_spec(args))
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
             model = args.model or DEFAULT_MODEL
-            yield AgentFactory(model, http, None, None, builtin, settings, rate)
+            yield AgentFactory(
+                model,
+                http,
+                None,
+                None,
+                builtin,
+                settings,
+                cache=cache,
+                fallbacks=fallbacks,
+                rate=rate,
+            )
         return
     import yaml
 
@@ -220,7 +263,10 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     fake = scenario.fake()
     model = args.model or str(scenario.extra.get("model") or DEFAULT_MODEL)
     async with fake.http_client() as http:
-        yield AgentFactory(model, http, "fake-key-not-a-secret", fake, builtin, settings, rate)
+        key = "fake-key-not-a-secret"
+        yield AgentFactory(
+            model, http, key, fake, builtin, settings, cache=cache, fallbacks=fallbacks, rate=rate
+        )
 
 
 @contextlib.asynccontextmanager
@@ -259,6 +305,7 @@ async def with_subagents(
         api_key=factory.api_key,
         http=factory.http,
         approval=policy,
+        cache=factory.cache,
     )
 
 
@@ -270,8 +317,11 @@ async def add_subagents(
     api_key: str | None,
     http: httpx.AsyncClient,
     approval: ApprovalPolicy,
+    cache: ContextCache | None = None,
 ) -> Toolkit:
     """Return ``toolkit`` with the sub-agents of ``--agents DIR`` added, on ``http``.
+
+    The sub-agents share ``cache`` (``--cache``) with the main agent, if any.
 
     Raises:
         CliError: An agent file is invalid (with ``--strict``) or clashes with a tool.
@@ -290,6 +340,7 @@ async def add_subagents(
             strict=getattr(args, "strict", False),
             client=ClientSettings(api_key=api_key, http_client=http),
             approval=approval,
+            capabilities=[cache] if cache is not None else [],
         )
     except ConfigurationError as exc:
         raise CliError(f"--agents: {exc}") from None

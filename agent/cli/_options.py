@@ -6,13 +6,16 @@ Declaring a flag imports nothing heavy, so ``toolnexus-agent --help`` stays fast
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
+from typing import Any
 
 from agent.cli._exits import CliError
 
 __all__ = [
     "add_agent_flags",
     "add_toolkit_flags",
+    "duration",
     "read_system",
     "reason",
 ]
@@ -68,12 +71,40 @@ def add_toolkit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Models(argparse.Action):
+    """``--model NAME[,NAME...]``, repeatable: ``model`` is the first name, ``models`` all."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        names = [name.strip() for name in str(values).split(",")]
+        if not all(names):
+            raise argparse.ArgumentError(self, f"an empty model name in {values!r}")
+        models = (*getattr(namespace, "models", ()), *names)
+        if len(set(models)) != len(models):
+            raise argparse.ArgumentError(self, f"a model named twice in {', '.join(models)}")
+        namespace.models = models
+        namespace.model = models[0]
+
+
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     """Declare the flags of the model and the loop: model, system prompt, turns, fake."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "--model", metavar="NAME", help="the Gemini model (default: agent.DEFAULT_MODEL)"
+        "--model",
+        metavar="NAME[,NAME...]",
+        action=_Models,
+        help=(
+            "the Gemini model (default: agent.DEFAULT_MODEL); more names, comma-separated or "
+            "in more --model flags, are the models a turn falls back to, in order, when a "
+            "call fails for good (overloaded, out of quota)"
+        ),
     )
+    parser.set_defaults(models=())
     group.add_argument(
         "--system",
         metavar="TEXT|@FILE",
@@ -105,6 +136,20 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
         choices=("standard", "priority"),
         help="with --service-tier flex: send a request flex shed (after its retries) once "
         "more at this tier instead of failing",
+    )
+    group.add_argument(
+        "--cache",
+        type=duration,
+        metavar="TTL",
+        help="keep the system prompt and tools in a Gemini context cache that lives TTL "
+        "(600, 90s, 10m, 1h) and is extended while in use; cached input costs a tenth, "
+        "storage is billed per hour (see --cache-mode)",
+    )
+    group.add_argument(
+        "--cache-mode",
+        choices=("auto", "always"),
+        help="with --cache: auto (the default) makes a cache once its uses within TTL pay "
+        "for its storage; always whenever the prefix is large enough",
     )
     group.add_argument(
         "-v",
@@ -145,6 +190,21 @@ def check_session_flags(args: argparse.Namespace, *, store_needs_session: bool =
             "--store needs --session ID (the conversation to keep in it); without --session "
             "nothing would be stored"
         )
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h)?")
+_UNIT = {None: 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """Read a duration: seconds (``600``, ``90s``), minutes (``10m``) or hours (``1h``)."""
+    found = _DURATION.fullmatch(text.strip().lower())
+    seconds = float(found[1]) * _UNIT[found[2]] if found else 0.0
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration such as 600, 90s, 10m or 1h, got {text!r}"
+        )
+    return seconds
 
 
 def _positive(text: str) -> int:

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, TextIO
 from agent.cli._secrets import StreamScrubber, scrub_text
 from agent.cli._style import Role, Style
 from agent.events import (
+    CacheEvent,
     CodeExecutionEvent,
     DoneEvent,
     Event,
+    FallbackEvent,
     GroundingEvent,
     RetryEvent,
     SubAgentEvent,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EventPrinter",
+    "describe_cache",
     "describe_call",
     "describe_cost",
     "describe_result",
@@ -71,14 +74,17 @@ def describe_result(call: ToolCall, result: ToolResult) -> str:
     return f"<- {label}: {summary}"
 
 
-def describe_retry(retry: RetryEvent) -> str:
-    """Return the line for a retried model call.
+def describe_retry(retry: RetryEvent | FallbackEvent) -> str:
+    """Return the line for a retried model call, or one sent to a fallback model.
 
     The same words serve a line shown while the retry waits (``run``, ``chat``) and one
     shown after the task finished (``batch``)::
 
         (model call failed: UNAVAILABLE; retrying after 1.3 s)
+        (gemini-3.1-pro-preview failed: UNAVAILABLE; turn 2 goes to gemini-3-flash-preview)
     """
+    if isinstance(retry, FallbackEvent):
+        return f"({retry.model} failed: {retry.status}; turn {retry.turn} goes to {retry.fallback})"
     return f"(model call failed: {retry.status}; retrying after {retry.delay:.1f} s)"
 
 
@@ -91,7 +97,26 @@ def describe_cost(cost: Cost) -> str | None:
     if cost.usd is None or not cost.turns:
         return None
     mark = "~" if cost.estimated else ""
-    return f"cost: {mark}${cost.usd:.6f} ({cost.model} prices of {cost.prices_date})"
+    line = f"cost: {mark}${cost.usd:.6f} ({cost.model} prices of {cost.prices_date})"
+    if cost.cache_storage:
+        line += (
+            f"; context cache: storage ${cost.cache_storage:.6f}, "
+            f"saved ${cost.cache_saving:.6f} net"
+        )
+    return line
+
+
+def describe_cache(event: CacheEvent) -> str:
+    """Return the line for a change of the run's context cache.
+
+    ``(context cache created: cachedContents/abc, 3,812 tokens)``
+    """
+    what = f"(context cache {event.action}: {event.name or 'none'}"
+    if event.tokens:
+        what += f", {event.tokens:,} tokens"
+    if event.action in ("recreated", "failed") and event.reason:
+        what += f"; {_shorten(event.reason)}"
+    return what + ")"
 
 
 def _shorten(text: str) -> str:
@@ -145,10 +170,17 @@ class EventPrinter:
             self._line(describe_call(event.call), "call")
         elif isinstance(event, ToolResultEvent):
             self._line(describe_result(event.call, event.result), _result_role(event.result))
-        elif isinstance(event, RetryEvent):
-            self._line(describe_retry(event), "retry")
+        elif isinstance(event, RetryEvent | FallbackEvent | CacheEvent):
+            self._show_note(event)
         elif isinstance(event, CodeExecutionEvent | GroundingEvent):
             self._show_server_tool(event)
+
+    def _show_note(self, event: RetryEvent | FallbackEvent | CacheEvent) -> None:
+        """Show a retry, a fallback to another model, or a change of the context cache."""
+        if isinstance(event, RetryEvent | FallbackEvent):
+            self._line(describe_retry(event), "retry")
+        else:
+            self._line(describe_cache(event), "note")
 
     def _show_server_tool(self, event: CodeExecutionEvent | GroundingEvent) -> None:
         """Show what one of Gemini's own tools did: code it ran, or what it searched."""
@@ -173,7 +205,7 @@ class EventPrinter:
         elif isinstance(event, ToolResultEvent):
             result = event.result
             self._line(describe_result(event.call, result), _result_role(result), mark)
-        elif isinstance(event, RetryEvent):
+        elif isinstance(event, RetryEvent | FallbackEvent):
             self._line(describe_retry(event), "retry", mark)
         elif isinstance(event, DoneEvent):
             self._line(f"done ({event.result.status})", "note", mark)

@@ -32,6 +32,7 @@ from agent.cli._logs import agent_log
 from agent.cli._model import (
     AgentFactory,
     add_subagents,
+    flag_cache,
     flag_settings,
     make_agent,
     open_factory,
@@ -192,6 +193,7 @@ def command(args: argparse.Namespace) -> int:
         if missing:
             raise CliError(f"eval: --offline needs a `scenario` in case(s) {', '.join(missing)}")
     err = sys.stderr
+    flag_cache(args)  # a wrong --cache-mode stops the command, not each sample
     own = check_toolkit_flags(args)
     system = read_system(args.system)
     deps_for = load_deps_factory(args.deps)
@@ -370,8 +372,16 @@ class _Runner:
             http, key = await self._client(stack, case.scenario)
             model = self._model(case)
             policy = cli_policy(self.args.approval, toolkit, allow=case.allow, unattended=True)
+            # One cache for the run's agents; offline, each case has a model of its own.
+            cache = self.factory.cache if self.factory is not None else flag_cache(self.args)
             toolkit = await add_subagents(
-                self.args, toolkit, model=model, api_key=key, http=http, approval=policy
+                self.args,
+                toolkit,
+                model=model,
+                api_key=key,
+                http=http,
+                approval=policy,
+                cache=cache,
             )
             yield self._make(
                 toolkit,
@@ -383,6 +393,7 @@ class _Runner:
                 approval=policy,
                 output_type=self.args.output_type,
                 builtin_tools=tuple(self.args.builtin_tools),
+                cache=cache,
             )
 
     async def _client(
@@ -413,6 +424,9 @@ class _Runner:
         from agent import DEFAULT_MODEL
 
         model = settings.pop("model") or DEFAULT_MODEL
+        chain = tuple(getattr(self.args, "models", None) or ())
+        if chain and model == chain[0]:
+            model = chain  # the --model chain: its first model falls back to the others
         settings.setdefault("settings", flag_settings(self.args))
         settings.setdefault("rate", self.rate)
         return make_agent(

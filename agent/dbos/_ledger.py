@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from agent.capabilities import Admission
 from agent.dbos._options import engine_options
 
 if TYPE_CHECKING:
-    from agent.capabilities import TokenRate
+    from agent.capabilities import Admission, TokenRate
 
 __all__ = ["IN_FLIGHT", "DatabaseLedger"]
 
@@ -84,6 +83,10 @@ class DatabaseLedger:
         A database that cannot be reached lets nothing through: the call looks again a
         moment later, as when there is no room (a warning is logged).
         """
+        # Here, not at the top: agent.capabilities loads the Gemini SDK, and a batch's
+        # submitter imports this package without making any call.
+        from agent.capabilities import Admission
+
         try:
             return await asyncio.to_thread(self._admit, tokens, rate)
         except _LOST as exc:
@@ -110,6 +113,8 @@ class DatabaseLedger:
     # -- in a worker thread -------------------------------------------------------------------
 
     def _admit(self, tokens: int, rate: TokenRate) -> Admission:
+        from agent.capabilities import Admission
+
         with self._locked() as (connection, now):
             here = _entries.c.ledger == self.name
             connection.execute(sa.delete(_entries).where(here, _entries.c.until <= now))

@@ -16,6 +16,7 @@ import httpx
 from agent._known_models import known_models, retired
 from agent.errors import AgentError
 from agent.testing._batches import BatchStore
+from agent.testing._caches import CacheStore
 from agent.testing._files import FileStore
 from agent.testing._render import render_reply, split_stream, sse_event
 from agent.testing._replies import (
@@ -174,6 +175,10 @@ SHED_MESSAGE = (
 """The message of the fake's shed flex request (the fake's wording; Gemini's may differ)."""
 
 
+OVERLOADED_MESSAGE = "The model is overloaded. Please try again later."
+"""Gemini's message for a request to a model that has no capacity right now."""
+
+
 def _tier_problem(body: Mapping[str, Any]) -> str | None:
     """Return the API's complaint about ``serviceTier``, if its value is not a tier."""
     tier = body.get("serviceTier")
@@ -230,6 +235,7 @@ class FakeGemini:
         shed_flex: int = 0,
         shed_retry_delay: float | None = 1.0,
         served_tiers: Mapping[str, str] | None = None,
+        overloaded: Iterable[str] = (),
     ) -> None:
         """Create a fake.
 
@@ -259,6 +265,9 @@ class FakeGemini:
             served_tiers: Serve an asked-for tier at another, as Gemini serves a
                 ``priority`` request over its limit at ``standard``
                 (``{"priority": "standard"}``); the header names the tier served.
+            overloaded: Model names answered ``503 UNAVAILABLE`` ("The model is overloaded")
+                on every request, using up no scripted reply: to test a fallback to another
+                model. `overloaded` is a set the test may change (a model that recovers).
 
         Raises:
             TypeError: ``script`` is a single reply rather than a sequence, or holds a value
@@ -282,16 +291,20 @@ class FakeGemini:
         """The model names this fake serves (any other gets ``404 NOT_FOUND``)."""
         self.requests: list[RecordedRequest] = []
         """Every model request received, in order (Files API requests are in ``files``,
-        Batch API requests in ``batches``; a batch job's own requests are recorded here, kind
-        ``batch``, when the job runs)."""
+        Batch API requests in ``batches``, context-cache requests in ``caches``; a batch
+        job's own requests are recorded here, kind ``batch``, when the job runs)."""
         self.files = FileStore()
         """The Files API: uploaded files, their requests, how long they stay processing."""
         self.batches = BatchStore()
         """The Batch API: its jobs, how they progress and end, its requests."""
+        self.caches = CacheStore()
+        """Context caches (``cachedContents``): the live ones, their requests, the clock."""
         self.failures: list[str] = []
         """Problems of the script itself (exhausted, model function raised, failed ``expect``)."""
         self.shed_retry_delay = shed_retry_delay
         self.served_tiers = dict(served_tiers or {})
+        self.overloaded: set[str] = {name.removeprefix("models/") for name in overloaded}
+        """The models every request to which gets ``503 UNAVAILABLE``."""
         self._state = _State(shed=shed_flex)
         if signing_key is not None:
             key = signing_key.encode() if isinstance(signing_key, str) else bytes(signing_key)
@@ -433,6 +446,9 @@ class FakeGemini:
                 return self.files.handle(method, path, query, headers, raw, self._check_key)
             if self.batches.owns(path):
                 return self._handle_batches(method, path, query, headers, raw)
+            if self.caches.owns(path):
+                refused = self._check_key(headers, query)
+                return refused or self.caches.handle(method, path, query, raw, self._check_cache)
             return self._handle_locked(method, path, query, headers, raw)
 
     def _handle_batches(
@@ -460,14 +476,23 @@ class FakeGemini:
         path = f"/{api_version}/models/{model}:batchGenerateContent"
         record = RecordedRequest(len(self.requests), path, api_version, model, "batch", body, {})
         self.requests.append(record)
-        outcome = self._refused(record)
-        if outcome is None:
-            value = self._next_reply(record)
-            outcome = value if isinstance(value, Outcome) else self._emit(value, record, False)
+        outcome = self._play_batched(record, body, model)
         record.status = outcome.status
         if outcome.status != 200:
             record.error = json.loads(outcome.chunks[0]).get("error", {}).get("message")
         return outcome
+
+    def _play_batched(self, record: RecordedRequest, body: Any, model: str) -> Outcome:
+        """Check and play one request of a batch job (a cache it names, as generateContent)."""
+        expanded = self.caches.expand(body, model)
+        if isinstance(expanded, Outcome):
+            return expanded
+        seen, cached = expanded
+        refused = self._refused(record, seen)
+        if refused is not None:
+            return refused
+        value = self._next_reply(record, seen)
+        return value if isinstance(value, Outcome) else self._emit(value, record, False, cached)
 
     def _handle_locked(
         self, method: str, path: str, query: str, headers: Mapping[str, str], raw: bytes
@@ -520,28 +545,39 @@ class FakeGemini:
             record.body = normalize(json.loads(raw or b"null"))
         except (ValueError, UnicodeDecodeError) as exc:
             return _error_outcome(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}.")
-        refused = self._refused(record)
+        # A request naming a context cache is checked and played as the model sees it,
+        # with the cache's parts in it.
+        expanded = self.caches.expand(record.body, record.model)
+        if isinstance(expanded, Outcome):
+            return expanded
+        seen, cached = expanded
+        refused = self._refused(record, seen)
         if refused is not None:
             return refused
-        value = self._next_reply(record)
+        value = self._next_reply(record, seen)
         if isinstance(value, Outcome):
             return value
-        outcome = self._emit(value, record, stream)
+        outcome = self._emit(value, record, stream, cached)
         if outcome.status == 200:
             asked = _served(record.body)
             outcome.headers = {**outcome.headers, TIER_HEADER: self.served_tiers.get(asked, asked)}
         return outcome
 
-    def _refused(self, record: RecordedRequest) -> Outcome | None:
-        """Return the answer to a request the API would refuse (strict) or shed (flex)."""
+    def _refused(self, record: RecordedRequest, seen: Any) -> Outcome | None:
+        """Return the answer to a request the API would refuse (strict) or shed (flex).
+
+        ``seen`` is the request as the model sees it (a context cache's parts in it).
+        """
         if self.strict:
-            problem = check_request(record.body, self._state.book, record.model)
+            problem = check_request(seen, self._state.book, record.model, models=self.models)
             problem = problem or _tier_problem(record.body)
             if problem is not None:
                 return _error_outcome(400, "INVALID_ARGUMENT", problem)
             refused = self.files.check_uses(record.body)
             if refused is not None:
                 return refused
+        if record.model in self.overloaded:
+            return _error_outcome(503, "UNAVAILABLE", OVERLOADED_MESSAGE)
         if self._state.shed > 0 and _served(record.body) == "flex":
             self._state.shed -= 1
             shed = error(503, "UNAVAILABLE", SHED_MESSAGE, retry_delay=self.shed_retry_delay)
@@ -567,7 +603,9 @@ class FakeGemini:
             )
         return None
 
-    def _next_reply(self, record: RecordedRequest) -> Reply | ErrorReply | Delayed | Outcome:
+    def _next_reply(
+        self, record: RecordedRequest, seen: Any
+    ) -> Reply | ErrorReply | Delayed | Outcome:
         entry: _Entry | ModelFunction
         if self._function is not None:
             entry = self._function
@@ -582,7 +620,7 @@ class FakeGemini:
             entry = self._script[position]
         if callable(entry):
             try:
-                entry = coerce(entry(copy.deepcopy(record.body)))
+                entry = coerce(entry(copy.deepcopy(seen)))
             except AssertionError as exc:
                 return self._fail(f"request #{record.index} failed its expectation: {exc}")
             except Exception as exc:
@@ -592,7 +630,7 @@ class FakeGemini:
                 )
         if isinstance(entry, Checked):
             try:
-                problem = entry.check(copy.deepcopy(record.body))
+                problem = entry.check(copy.deepcopy(seen))
             except Exception as exc:
                 problem = f"the check raised {type(exc).__name__}: {exc}"
             if problem is not None:
@@ -607,7 +645,11 @@ class FakeGemini:
         return _error_outcome(400, "FAILED_PRECONDITION", f"FakeGemini: {message}")
 
     def _emit(
-        self, value: Reply | ErrorReply | Delayed, record: RecordedRequest, stream: bool
+        self,
+        value: Reply | ErrorReply | Delayed,
+        record: RecordedRequest,
+        stream: bool,
+        cached: int,
     ) -> Outcome:
         wait = 0.0
         if isinstance(value, Delayed):
@@ -624,8 +666,9 @@ class FakeGemini:
             model=record.model,
             response_id=f"fake-{record.index}",
             new_call_id=lambda: f"call_{next(self._state.call_ids)}",
-            new_signature=self._state.book.sign,
+            new_signature=lambda part: self._state.book.sign(part, record.model),
             sign_text=self.sign_text,
+            cached_tokens=cached,
         )
         candidates = body.get("candidates") or [{}]
         parts = (candidates[0].get("content") or {}).get("parts") or []
@@ -634,3 +677,24 @@ class FakeGemini:
             return Outcome(200, _JSON_HEADERS, [json.dumps(body).encode()], wait)
         events = [sse_event(chunk) for chunk in split_stream(body)]
         return Outcome(200, _SSE_HEADERS, events, wait, self.chunk_delay)
+
+    def _check_cache(self, parts: dict[str, Any], model: str) -> Outcome | None:
+        """Check the parts of a cache to create as a request of ``model`` would be checked."""
+        if self.strict and model not in self.models:
+            method = "createCachedContent"
+            return _error_outcome(
+                404,
+                "NOT_FOUND",
+                f"models/{model} is not found for API version v1beta, or is not supported for "
+                f"{method}. Call ListModels to see the list of available models and their "
+                "supported methods.",
+            )
+        if not self.strict:
+            return None
+        # A request of the cache's parts and one user turn after them.
+        turn = {"role": "user", "parts": [{"text": "."}]}
+        body = {**parts, "contents": [*parts.get("contents", []), turn]}
+        problem = check_request(body, None, model)
+        if problem is not None:
+            return _error_outcome(400, "INVALID_ARGUMENT", problem)
+        return self.files.check_uses(parts)

@@ -13,7 +13,7 @@ from typing import Any
 from agent._media import inline_data, media_tokens
 from agent.testing._replies import AUTO, FunctionCallPart, Reply, TextPart
 
-__all__ = ["render_reply", "split_stream", "sse_event"]
+__all__ = ["content_tokens", "json_tokens", "render_reply", "split_stream", "sse_event"]
 
 
 def _encode_signature(signature: bytes) -> str:
@@ -21,27 +21,35 @@ def _encode_signature(signature: bytes) -> str:
     return base64.b64encode(signature).decode("ascii")
 
 
-def _tokens(value: Any) -> int:
+def json_tokens(value: Any) -> int:
     """Estimate the tokens of ``value`` as JSON text: about four characters per token."""
     return math.ceil(len(json.dumps(value, ensure_ascii=False)) / 4) if value else 0
 
 
-def _content_tokens(contents: Any) -> int:
+def content_tokens(contents: Any) -> int:
     """Estimate the tokens of a request's contents; inline files as Gemini bills them."""
     blobs = [len(data) for data in inline_data(contents)] if isinstance(contents, list) else []
     if not blobs:
-        return _tokens(contents)
+        return json_tokens(contents)
     chars = len(json.dumps(contents, ensure_ascii=False)) - sum(blobs)
     return math.ceil(chars / 4) + sum(media_tokens(size * 3 // 4) for size in blobs)
 
 
-def _estimate_usage(request: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, int]:
-    """Plausible ``usageMetadata`` for a reply: about four characters per token (files by size)."""
-    prompt = _content_tokens(request.get("contents")) + _tokens(request.get("systemInstruction"))
-    prompt += _tokens(request.get("tools"))
-    thoughts = sum(_tokens(p.get("text")) for p in parts if p.get("thought"))
-    candidates = sum(_tokens(p) for p in parts if not p.get("thought"))
+def _estimate_usage(
+    request: Mapping[str, Any], parts: list[dict[str, Any]], cached: int = 0
+) -> dict[str, int]:
+    """Plausible ``usageMetadata`` for a reply: about four characters per token (files by size).
+
+    ``cached`` is the size of the context cache the request named: part of the prompt, and
+    reported as ``cachedContentTokenCount``.
+    """
+    prompt = content_tokens(request.get("contents")) + json_tokens(request.get("systemInstruction"))
+    prompt += json_tokens(request.get("tools")) + cached
+    thoughts = sum(json_tokens(p.get("text")) for p in parts if p.get("thought"))
+    candidates = sum(json_tokens(p) for p in parts if not p.get("thought"))
     usage = {"promptTokenCount": prompt, "candidatesTokenCount": candidates}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
     usage["totalTokenCount"] = prompt + candidates + thoughts
@@ -85,11 +93,14 @@ def render_reply(
     new_call_id: Callable[[], str],
     new_signature: Callable[[Mapping[str, Any]], bytes],
     sign_text: bool = False,
+    cached_tokens: int = 0,
 ) -> dict[str, Any]:
     """Build the ``GenerateContentResponse`` body for one reply.
 
     ``sign_text`` puts a thought signature on the last part of a reply without function
-    calls when it is text and has none, as Gemini 3 does.
+    calls when it is text and has none, as Gemini 3 does. ``cached_tokens`` is the size of
+    the context cache the request named (counted in an estimated usage; a scripted usage is
+    sent as given).
     """
     if value.raw is not None:
         return copy.deepcopy(dict(value.raw))
@@ -111,7 +122,9 @@ def render_reply(
         body["candidates"] = [_candidate(value, parts)]
     if value.prompt_feedback is not None:
         body["promptFeedback"] = dict(value.prompt_feedback)
-    body["usageMetadata"] = dict(value.usage) if value.usage else _estimate_usage(request, parts)
+    body["usageMetadata"] = (
+        dict(value.usage) if value.usage else _estimate_usage(request, parts, cached_tokens)
+    )
     body["modelVersion"] = model
     body["responseId"] = response_id
     return body

@@ -31,6 +31,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._serve()
 
+    def do_PATCH(self) -> None:
+        self._serve()
+
     def do_DELETE(self) -> None:
         self._serve()
 

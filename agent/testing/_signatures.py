@@ -1,10 +1,13 @@
 """Thought signatures of the fake Gemini: issued as HMACs, so any fake with the key checks them.
 
-A signature is an HMAC-SHA256 (truncated to 24 bytes) of the content it is put on (the name
-and arguments of a step's first function call, or the text of a signed text part) under a
-signing key. A fake, in this process or a later one, accepts a signature it could have
-issued for that very call; a corrupted one, one moved to another call, or one made without
-the key is refused, with no state shared between fakes.
+A signature is an HMAC-SHA256 (truncated to 24 bytes), under a signing key, of the model
+that issued it and the content it is put on (the name and arguments of a step's first
+function call, or the text of a signed text part). A fake, in this process or a later one,
+accepts a signature it could have issued for that very call from that very model; a
+corrupted one, one moved to another call, one made without the key, or one another model
+issued is refused, with no state shared between fakes. Like Gemini, a model refuses another
+model's signature anywhere in the history ("Corrupted thought signature."), so a history
+that moves between models must drop them (the documented placeholders stay accepted).
 
 The call's ``id`` is not part of it: the real API ties a signature to the part's content
 and position, and accepted echoed signatures on calls whose id the client filled in
@@ -19,7 +22,7 @@ import binascii
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -68,18 +71,20 @@ def is_dummy(raw: Any) -> bool:
     return raw in DUMMY_SIGNATURES or decode_signature(raw) in _DUMMY_BYTES
 
 
-def _signed_content(part: Mapping[str, Any]) -> bytes:
+def _part_content(part: Mapping[str, Any]) -> list[Any]:
     call = part.get("functionCall")
     if isinstance(call, Mapping):
-        content: list[Any] = ["call", call.get("name"), call.get("args") or {}]
-    else:
-        content = ["text", part.get("text")]
-    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return ["call", call.get("name"), call.get("args") or {}]
+    return ["text", part.get("text")]
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def call_key(call: Mapping[str, Any]) -> str:
     """Return what identifies a function call for the signature rules: its name and args."""
-    return _signed_content({"functionCall": call}).decode()
+    return _canonical(_part_content({"functionCall": call})).decode()
 
 
 @dataclass
@@ -102,15 +107,25 @@ class SignatureBook:
     """Server-side tool parts sent (``toolCall``, ``executableCode``...), by (kind, id):
     they must come back exactly as sent."""
 
-    def sign(self, part: Mapping[str, Any]) -> bytes:
-        """Return the signature for a wire part (its ``functionCall``, else its ``text``)."""
-        return hmac.new(self.key, _signed_content(part), hashlib.sha256).digest()[:_SIZE]
+    def sign(self, part: Mapping[str, Any], model: str) -> bytes:
+        """Return the signature ``model`` gives a wire part (its call, else its ``text``)."""
+        signed = _canonical([model.removeprefix("models/"), *_part_content(part)])
+        return hmac.new(self.key, signed, hashlib.sha256).digest()[:_SIZE]
 
-    def accepts(self, signature: bytes, call: Mapping[str, Any]) -> bool:
+    def accepts(self, signature: bytes, call: Mapping[str, Any], model: str) -> bool:
         """Tell whether ``signature`` is valid on the first function call ``call`` of a step."""
         if call_key(call) in self.signed.get(signature, ()):
             return True
-        return hmac.compare_digest(signature, self.sign({"functionCall": call}))
+        return hmac.compare_digest(signature, self.sign({"functionCall": call}, model))
+
+    def issuer(
+        self, signature: bytes, part: Mapping[str, Any], models: Iterable[str]
+    ) -> str | None:
+        """Return which of ``models`` issued ``signature`` for ``part``, if one did."""
+        for model in models:
+            if hmac.compare_digest(signature, self.sign(part, model)):
+                return model
+        return None
 
     def record_step(self, parts: Sequence[Mapping[str, Any]]) -> None:
         """Remember the signature (or its absence) of a model step about to be sent."""

@@ -10,7 +10,7 @@ function calls with function responses, and thought signatures in the current tu
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from agent._capabilities import accepts_schema_with_tools
@@ -23,7 +23,7 @@ from agent.testing._signatures import (
 )
 from toolnexus.adapter import GEMINI_SCHEMA_KEYWORDS as SCHEMA_KEYWORDS
 
-__all__ = ["check_request", "lenient_family", "normalize"]
+__all__ = ["CORRUPTED_SIGNATURE", "check_request", "lenient_family", "normalize"]
 
 # Values under these keys are user data (arguments, results, free JSON Schema): never renamed.
 _OPAQUE: Final = frozenset(
@@ -166,17 +166,24 @@ def lenient_family(model: str | None) -> bool:
 
 
 def check_request(
-    body: Any, book: SignatureBook | None = None, model: str | None = None
+    body: Any,
+    book: SignatureBook | None = None,
+    model: str | None = None,
+    *,
+    models: Collection[str] = (),
 ) -> str | None:
     """Return why the real API would refuse this (normalised) request body, or ``None``.
 
     ``book`` enables the thought-signature rules; without it they are skipped. ``model``
     (the name in the request's path) picks the family's rules, see `lenient_family`, and
     the rules that differ between model generations (schema with tools, built-in tools,
-    multimodal function responses).
+    multimodal function responses). A signature that one of ``models`` other than ``model``
+    issued is refused wherever it sits in the history, as Gemini refuses it.
     """
     try:
-        _check(body, book, lenient_family(model))
+        if book is not None and model is not None:
+            _check_foreign_signatures(body, book, model, models)
+        _check(body, book, lenient_family(model), model or "")
         if model is not None:
             _check_model_features(body, model)
         if book is not None:
@@ -302,7 +309,7 @@ def _holds(echoed: Any, sent: Any) -> bool:
     return bool(echoed == sent)
 
 
-def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None:
+def _check(body: Any, book: SignatureBook | None, lenient: bool = False, model: str = "") -> None:
     if not isinstance(body, dict):
         raise _Invalid("Invalid JSON payload received. Expected a JSON object as the request body.")
     for key in body:
@@ -322,7 +329,7 @@ def _check(body: Any, book: SignatureBook | None, lenient: bool = False) -> None
     _check_generation_config(body.get("generationConfig"))
     _check_pairing(contents, split_ok=lenient)
     if book is not None:
-        _check_signatures(contents, book, missing_ok=lenient)
+        _check_signatures(contents, book, model, missing_ok=lenient)
 
 
 def _check_object(
@@ -625,8 +632,32 @@ def _current_turn_start(contents: list[dict[str, Any]]) -> int:
     return 0
 
 
+CORRUPTED_SIGNATURE: Final = "Corrupted thought signature."
+"""Gemini's message for a thought signature it cannot use: another model's, for one."""
+
+
+def _check_foreign_signatures(
+    body: Any, book: SignatureBook, model: str, models: Collection[str]
+) -> None:
+    """Refuse a signature another model issued, in any model turn of the history."""
+    contents = body.get("contents") if isinstance(body, dict) else None
+    others = [name for name in models if name != model]
+    if not isinstance(contents, list) or not others:
+        return
+    for content in contents:
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        for part in content.get("parts") or ():
+            raw = part.get("thoughtSignature") if isinstance(part, dict) else None
+            signature = decode_signature(raw) if raw is not None and not is_dummy(raw) else None
+            if signature is None or book.issuer(signature, part, [model]) is not None:
+                continue
+            if book.issuer(signature, part, others) is not None:
+                raise _Invalid(CORRUPTED_SIGNATURE)
+
+
 def _check_signatures(
-    contents: list[dict[str, Any]], book: SignatureBook, *, missing_ok: bool = False
+    contents: list[dict[str, Any]], book: SignatureBook, model: str, *, missing_ok: bool = False
 ) -> None:
     for index in range(_current_turn_start(contents), len(contents)):
         content = contents[index]
@@ -650,7 +681,7 @@ def _check_signatures(
         if is_dummy(raw):
             continue
         signature = decode_signature(raw)
-        if signature is None or not book.accepts(signature, call):
+        if signature is None or not book.accepts(signature, call, model):
             raise _Invalid(
                 f"Invalid/Corrupted thought signature at contents[{index}] (function call "
                 f"{call['name']!r}): it is not a signature this model gave for that call."

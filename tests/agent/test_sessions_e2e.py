@@ -24,6 +24,7 @@ import pytest
 
 import toolnexus as tn
 from agent import (
+    DEFAULT_MODEL,
     Agent,
     ClientSettings,
     Hooks,
@@ -145,7 +146,7 @@ async def test_a_session_continues_over_three_agents_on_one_file(tmp_path: Path)
             first_call = next((p for p in content["parts"] if "functionCall" in p), None)
             if content["role"] == "model" and first_call is not None:
                 raw = decode_signature(first_call["thoughtSignature"])
-                assert raw == book.sign({"functionCall": first_call["functionCall"]})
+                assert raw == book.sign({"functionCall": first_call["functionCall"]}, DEFAULT_MODEL)
         before = after
     assert roles(before) == ["user", "model"] * 6
     assert len(signatures(before)) == 4  # three signed calls and run 2's signed answer

@@ -185,6 +185,7 @@ def test_a_failed_task_runs_afresh_with_retry_failed(cli: Cli, workdir: Path) ->
     [
         (["--rpm", "60"], "--rpm does not apply to --engine gemini-batch"),
         (["--service-tier", "flex"], "--service-tier does not apply"),
+        (["--cache", "10m"], "--cache does not apply"),
         (["--budget-usd", "1"], "--budget-usd does not apply"),
         (["--db", "sqlite:///x.sqlite"], "--db does not apply"),
         (["--poll-interval", "-1"], "--poll-interval must be 0 or more"),

@@ -5,7 +5,8 @@ JSON; ``resume RUN_ID`` launches DBOS (which recovers the killed run) and prints
 result once it finishes. The fake Gemini's URL, the database URL and a work directory come
 from the environment (``FAKE_URL``, ``DB_URL``, ``WORK``). Each tool appends ``start`` and
 ``end`` lines to ``WORK/ran.log``; ``slow`` (idempotent) and ``charge`` (not) wait for
-the file ``WORK/gate`` to exist.
+the file ``WORK/gate`` to exist. With ``CACHE=1`` in the environment the agent has a long
+system prompt kept in a context cache.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ClientSettings
+from agent.capabilities import ContextCache
 from agent.dbos import DurableAgent
 
 WORK = Path(os.environ["WORK"])
@@ -61,9 +63,12 @@ async def charge(amount: int) -> str:
     return f"charged {amount}"
 
 
+CACHED = os.environ.get("CACHE") == "1"
 agent = Agent(
     toolkit=tn.build(root=WORK, tools=[note, slow, charge]),
     client=ClientSettings(api_key="test-key-not-a-secret", base_url=os.environ["FAKE_URL"]),
+    system_prompt="Keep to the house rules. " * 400 if CACHED else None,
+    capabilities=[ContextCache(ttl=600, mode="always")] if CACHED else [],
 )
 durable = DurableAgent(agent, name="crash_app")
 

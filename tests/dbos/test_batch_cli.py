@@ -154,3 +154,35 @@ def test_the_polling_interval_grows_with_the_batch() -> None:
     assert intervals == sorted(intervals)
     assert intervals[0] == intervals[1] == 0.05  # one wave: looked at often
     assert 0.05 < intervals[2] < intervals[3] == 0.2 == intervals[4]
+
+
+def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> None:
+    import httpx
+
+    from agent.cli._dbos_batch import TASK_WORKFLOW, WorkerRuntime, client
+    from agent.cli._model import AgentFactory
+    from toolnexus import Toolkit
+
+    path = tmp_path / "night.yaml"
+    path.write_text(
+        "tasks:\n  - {id: a, prompt: first}\n  - {id: b, prompt: second, model: gemini-2.5-pro}\n"
+    )
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    chain = "gemini-3.1-pro-preview,gemini-3-flash-preview"
+    argv = ["batch", str(path), "--engine", "dbos", "--db", db, "--model", chain]
+    assert main(argv) == EXIT_OK
+    with client(db) as dbos:
+        statuses = dbos.list_workflows(name=TASK_WORKFLOW, load_input=True)
+    payloads = {s.input["args"][0]["id"]: s.input["args"][0] for s in statuses}  # type: ignore[index]
+    assert payloads["a"]["model"] == "gemini-3.1-pro-preview"
+    assert payloads["a"]["fallback_models"] == ["gemini-3-flash-preview"]
+    assert payloads["b"]["fallback_models"] == []  # a task's own model: no fallback
+    # A worker builds each task's agent with the chain the task carries, whatever its flags.
+    factory = AgentFactory("gemini-2.5-flash", httpx.AsyncClient(), "k")
+    runtime = WorkerRuntime(factory, Toolkit(), db)
+    base = {"system": None, "max_turns": None, "approval": "never-ask"}
+    assert runtime.agent_for({**base, **payloads["a"]}).models == (
+        "gemini-3.1-pro-preview",
+        "gemini-3-flash-preview",
+    )
+    assert runtime.agent_for({**base, **payloads["b"]}).models == ("gemini-2.5-pro",)

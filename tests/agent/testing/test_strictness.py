@@ -562,6 +562,34 @@ def test_a_new_fake_refuses_corrupted_moved_or_foreign_signatures() -> None:
     expect_400(foreign, "Invalid/Corrupted thought signature")
 
 
+def test_a_model_refuses_a_signature_another_model_issued_anywhere_in_the_history() -> None:
+    # Gemini 3 Pro signs a call; the same history sent to Gemini 3 Flash is refused with
+    # Gemini's own message, in the current turn and in an earlier one alike.
+    pro = URL.replace("gemini-3-flash-preview", "gemini-3.1-pro-preview")
+    s = Session(reply(function_call("get_weather", {"city": "A"})), "spare", "spare")
+    response = s.post({"contents": [USER], "tools": TOOLS}, url=pro)
+    model = response.json()["candidates"][0]["content"]
+    current = [USER, model, results(model)]
+    earlier = [*current, {"role": "model", "parts": [{"text": "Sunny."}]}, USER]
+    for contents in (current, earlier):
+        refused = s.post({"contents": contents, "tools": TOOLS})
+        expect_400(refused, "Corrupted thought signature.")
+        assert refused.json()["error"]["message"] == "Corrupted thought signature."
+    # The model that issued it takes it; the documented placeholder is taken by any model.
+    expect_ok(s.post({"contents": current, "tools": TOOLS}, url=pro))
+    placeholder = copy.deepcopy(model)
+    placeholder["parts"][0]["thoughtSignature"] = "skip_thought_signature_validator"
+    expect_ok(s.post({"contents": [USER, placeholder, results(placeholder)], "tools": TOOLS}))
+    # Dropped from an earlier turn (where nothing needs one), it is no longer refused.
+    unsigned = copy.deepcopy(model)
+    del unsigned["parts"][0]["thoughtSignature"]
+    later = [USER, unsigned, results(unsigned), {"role": "model", "parts": [{"text": "Sunny."}]}]
+    assert s.fake.remaining == 0
+    s.fake = FakeGemini(["ok"])
+    s.http = httpx.Client(transport=s.fake.transport())
+    expect_ok(s.post({"contents": [*later, USER], "tools": TOOLS}))
+
+
 # ------------------------------------------------------------------ per model family
 
 URL_2_0 = URL.replace("gemini-3-flash-preview", "gemini-2.0-flash")
