@@ -7,6 +7,9 @@ fixed points, each a no-op unless overridden:
 
 - `RunCapability.before_call`: before each model call (budgets stop the run, compaction
   rewrites the transcript, hooks rewrite or veto the request);
+- `RunCapability.sending`: around each attempt of a model call as it goes out, after every
+  capability shaped the request (a rate limit waits for room first, and counts the call
+  once it came back);
 - `RunCapability.attempt`: around each attempt of a model call (tracing spans);
 - `RunCapability.failed`: a model call failed for good (after its retries); return another
   request to send once instead (service tiers fall back from a shed ``flex`` request; the
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -126,6 +129,17 @@ class RunCapability:
         """
         return request
 
+    @contextlib.asynccontextmanager
+    async def sending(self, run: RunState, request: ModelRequest) -> AsyncIterator[None]:
+        """Wrap one attempt of a model call as it goes out: it may wait before the attempt.
+
+        Every attempt passes here (each turn's, each retry, compaction's summary calls, a
+        tier fallback), outside `attempt`; the request is final (the ``before_call``
+        capabilities shaped it). A failed attempt ends the block normally or raises through
+        it.
+        """
+        yield
+
     @contextlib.contextmanager
     def attempt(self, run: RunState, request: ModelRequest, stream: bool) -> Iterator[AttemptSpan]:
         """Wrap one attempt of a model call (a failed attempt raises through the block)."""
@@ -190,6 +204,7 @@ class Chain:
     def __init__(self, runs: list[RunCapability]) -> None:
         self.runs = runs
         self._before = [r for r in runs if overrides(r, "before_call")]
+        self._sending = [r for r in runs if overrides(r, "sending")]
         self._attempt = [r for r in runs if overrides(r, "attempt")]
         self._failed = [r for r in runs if overrides(r, "failed")]
         self._received = [r for r in runs if overrides(r, "received")]
@@ -209,6 +224,23 @@ class Chain:
                 return outcome
             request = outcome  # type: ignore[assignment]
         return request
+
+    def sending(
+        self, run: RunState, request: ModelRequest
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """Wrap one attempt as it goes out in every capability's `sending`, first outermost."""
+        if not self._sending:
+            return contextlib.nullcontext()
+        if len(self._sending) == 1:
+            return self._sending[0].sending(run, request)
+        return self._all_sending(run, request)
+
+    @contextlib.asynccontextmanager
+    async def _all_sending(self, run: RunState, request: ModelRequest) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for capability in self._sending:
+                await stack.enter_async_context(capability.sending(run, request))
+            yield
 
     @contextlib.contextmanager
     def attempt(

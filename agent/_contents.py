@@ -7,6 +7,7 @@ and re-sent unchanged, so thought signatures survive byte for byte; Contents bec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "Content",
     "calling_mode",
     "check_prompt",
+    "config_chars",
     "declared_functions",
     "function_responses",
     "make_config",
@@ -165,6 +167,20 @@ def to_contents(history: Sequence[Mapping[str, Any] | Content]) -> list[Content]
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(f"history[{i}] is not a Gemini Content: {exc}") from None
     return contents
+
+
+def config_chars(config: Config) -> int:
+    """Return the characters of JSON a config adds to a request: system text, tools, tool config.
+
+    For size estimates (the generation options are not prompt tokens).
+    """
+    fields = config.model_dump(
+        mode="json",
+        by_alias=True,
+        exclude_none=True,
+        include={"system_instruction", "tools", "tool_config"},
+    )
+    return len(json.dumps(fields, ensure_ascii=False)) if fields else 0
 
 
 def to_dict(content: Content) -> dict[str, Any]:

@@ -8,7 +8,8 @@ takes turns until the model answers or a limit ends it. Each turn:
 1. **before-call**: the capabilities see the request (budgets may stop the run,
    compaction may shrink the transcript, hooks may rewrite or veto the request);
 2. **fetch**: the model call as a step (`Steps.model`) under the retry policy, each
-   attempt wrapped by the capabilities (tracing), text pieces yielded as they arrive;
+   attempt wrapped by the capabilities (a rate limit, tracing), text pieces yielded as
+   they arrive;
 3. **classify** and **decide** (pure): ask again, run the calls or stop;
 4. **review**: the capabilities may change the step (typed output, budgets);
 5. **execute**: the calls run concurrently through the capabilities' tool wrappers
@@ -240,14 +241,15 @@ class Run:
             async for attempt in retrying(state.limits.retry, report):
                 while retries:
                     yield retries.pop(0)
-                with attempt, self.chain.attempt(state, request, stream) as spans:
-                    attempts += 1
-                    call = state.model.call(request, stream=stream)
-                    async with contextlib.aclosing(call) as items:
-                        async for item in items:
-                            for span in spans:
-                                span.saw(item)
-                            yield item
+                async with self.chain.sending(state, request):
+                    with attempt, self.chain.attempt(state, request, stream) as spans:
+                        attempts += 1
+                        call = state.model.call(request, stream=stream)
+                        async with contextlib.aclosing(call) as items:
+                            async for item in items:
+                                for span in spans:
+                                    span.saw(item)
+                                yield item
         except CallFailed as failed:
             failure = failed.info
         if failure is not None:  # outside the handler: the error chain stays empty

@@ -32,6 +32,7 @@ from agent._media import read_prompt
 from agent._session import open_session
 from agent._state import RunState, current_run
 from agent._tiers import ServiceTiers
+from agent._token_rate import TokenRate, inherited_rate
 from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
@@ -94,6 +95,7 @@ def capabilities_of(
 
     chosen = _by_kind(given)
     hooks = chosen.pop(Hooks, None)
+    rate = chosen.pop(TokenRate, None)
     cache = chosen.pop(ContextCache, None)
     own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
     listed: list[Capability | None] = [
@@ -126,6 +128,10 @@ def capabilities_of(
         HookCalls(hooks) if isinstance(hooks, Hooks) else None,
         # Capabilities of the user's own kinds, in the order given.
         *own,
+        # Token rate: the last to see the request before it goes out (compaction and hooks
+        # have set its size); each attempt waits for room. Without one of its own, a
+        # sub-agent's calls go through its ancestors' limits.
+        rate if isinstance(rate, TokenRate) else inherited_rate(),
         # Built-in tools: report grounding and code runs of each (hook-replaced) response.
         builtin,
         # Typed output: accepts the final answer, or asks again; shapes its schema first.

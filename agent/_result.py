@@ -30,6 +30,7 @@ Limit = Literal[
     "usage:total_tokens",
     "usage:tool_calls",
     "usage:cost_usd",
+    "token_rate",
 ]
 """Which limit ended an ``"incomplete"`` run."""
 
@@ -115,8 +116,9 @@ class RunResult:
       reason (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...) or a hook's veto.
     - ``"incomplete"``: a limit ended the run; ``limit`` names it (``"max_turns"``,
       ``"repeated_call"``, ``"malformed_function_call"``, ``"max_tokens"``,
-      ``"empty_response"``, ``"invalid_output"``, or ``"usage:<name>"`` for a
-      `UsageLimits` limit such as ``"usage:cost_usd"``). The partial result carried by a
+      ``"empty_response"``, ``"invalid_output"``, ``"usage:<name>"`` for a
+      `UsageLimits` limit such as ``"usage:cost_usd"``, or ``"token_rate"`` for a request
+      larger than a `TokenRate` lets through in one window). The partial result carried by a
       `RunError` is also ``"incomplete"``, with ``limit`` ``None`` and ``reason`` naming
       the failure.
     """

@@ -1,23 +1,33 @@
 """The DBOS part of the benchmark (``python scripts/bench.py --durable``).
 
-Two figures:
+Three figures:
 
 - **Durable overhead per step**: the ``pair`` conversation (a tool call, then the answer:
   two model calls and one tool call, three steps) run as a DBOS workflow, against the same
-  run in process, alternated in one process, on SQLite and on Postgres. Reported as the
-  ratio of the p50 run times and as milliseconds added per step.
-- **Batch throughput**: 1,000 one-turn tasks through ``batch --engine dbos`` and four
-  ``toolnexus-agent worker`` processes, against a fake Gemini that takes 200 ms per
-  request; reported as the fraction of the ideal the concurrency allows
-  (tasks x latency / concurrency).
+  run in process, alternated in one process, on SQLite and on Postgres, with DBOS set up
+  as docs/durable.md advises (`agent.dbos.engine_options`). Reported as the ratio of the
+  p50 run times, as milliseconds added per step, and as CPU milliseconds added per step
+  (this process's CPU: less sensitive to a loaded machine than the wall time).
+- **Bare DBOS floor**: 1,000 tasks, each a workflow of one step (a one-turn task's model
+  call) that only waits 200 ms, through four bare DBOS worker processes of eight slots,
+  on the same database with the same queue settings and enqueueing as a batch.
+- **Distributed batch**: 1,000 one-turn tasks through ``batch --engine dbos`` and four
+  ``toolnexus-agent worker`` processes of eight slots, against a fake Gemini that takes
+  200 ms per request: its throughput as a share of the floor's, the fraction of the ideal
+  (tasks x latency / concurrency), the workers' (and Postgres's) CPU per task, and the
+  time of the submit (a new process, as a user runs it).
 
-``python scripts/_bench_durable.py overhead DB_URL RUNS`` is the child process of the
+Both batches are timed from the moment every task is enqueued to the last one done.
+
+``python scripts/_bench_durable.py overhead DB_URL RUNS WARMUP`` is the child process of the
 first figure (DBOS is one per process); it prints one JSON line.
+``python scripts/_bench_durable.py floor-worker DB_URL LATENCY`` is a worker of the floor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -25,9 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +67,14 @@ def _pair_model(body: dict[str, Any]) -> Any:
 
 
 async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
-    from dbos import DBOS
+    from dbos import DBOS, DBOSConfig
 
     import toolnexus as tn
     from agent import Agent, ClientSettings
-    from agent.dbos import DurableAgent
+    from agent.dbos import DurableAgent, engine_options
     from agent.testing import FakeGemini
 
-    @tn.define_tool
+    @tn.define_tool(idempotent=True)  # a read: a crash may run it again (no begin mark)
     def lookup(key: str) -> str:
         """Look a key up."""
         return f"{key} = 42"
@@ -80,15 +90,19 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
             "durable": DurableAgent(agent, name="bench_pair"),
             "durable_no_events": DurableAgent(agent, name="bench_quiet", events=False),
         }
-        DBOS(config={"name": "bench", "system_database_url": db, "log_level": "WARNING"})
+        config: DBOSConfig = {"name": "bench", "system_database_url": db, "log_level": "WARNING"}
+        # As docs/durable.md advises: on SQLite, commits that need not wait for the disk.
+        config["db_engine_kwargs"] = engine_options(db)
+        DBOS(config=config)
         DBOS.launch()
         try:
             times: dict[str, list[float]] = {side: [] for side in sides}
+            cpu: dict[str, list[float]] = {side: [] for side in sides}
             for index in range(warmup + runs):
                 order = list(sides)[index % len(sides) :] + list(sides)[: index % len(sides)]
                 for side in order:
                     durable = sides[side]
-                    began = time.perf_counter_ns()
+                    began, began_cpu = time.perf_counter_ns(), time.process_time_ns()
                     if durable is None:
                         result = await agent.run("What is the answer?")
                     else:
@@ -98,12 +112,19 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
                     assert result.status == "completed", result
                     if index >= warmup:
                         times[side].append(elapsed)
+                        cpu[side].append((time.process_time_ns() - began_cpu) / 1e6)
         finally:
             DBOS.destroy()
             await agent.aclose()
     p50 = {side: statistics.median(values) for side, values in times.items()}
+    cpu50 = {side: statistics.median(values) for side, values in cpu.items()}
     plain = p50["in_process"]
     return {
+        # CPU of this process (the fake's thread included on both sides): less sensitive
+        # to a loaded machine than the wall time, but blind to waiting on the database.
+        "cpu_per_step_ms": (cpu50["durable"] - cpu50["in_process"]) / STEPS_PER_PAIR,
+        "no_events_cpu_per_step_ms": (cpu50["durable_no_events"] - cpu50["in_process"])
+        / STEPS_PER_PAIR,
         "runs": runs,
         "in_process_ms": plain,
         "durable_ms": p50["durable"],
@@ -132,6 +153,9 @@ def overhead(db: str, runs: int, warmup: int = 3) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- throughput
 
+BARE_WORKFLOW = "toolnexus.bench_bare_task"
+"""The floor's task: the same number of steps as a one-turn task, each only waiting."""
+
 
 def _one_turn_model(latency: float) -> Any:
     from agent.testing import delay
@@ -142,12 +166,95 @@ def _one_turn_model(latency: float) -> Any:
     return model
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, its reaped children included."""
+    fields = _stat(Path(f"/proc/{pid}"))
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(proc: Path) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name."""
+    return (proc / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _database_cpu(url: str) -> float | None:
+    """CPU seconds of the Postgres server behind ``url`` so far (None for SQLite/unknown).
+
+    The server's main process (its exited backends included) plus its live backends.
+    """
+    if not url.startswith("postgresql"):
+        return None
+    port = str(urllib.parse.urlsplit(url).port).encode()
+    processes = [proc for proc in Path("/proc").iterdir() if proc.name.isdigit()]
+    server = None
+    for proc in processes:
+        with contextlib.suppress(OSError):
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if argv and argv[0].endswith(b"postgres") and port in argv:
+                server = int(proc.name)
+    if server is None:
+        return None
+    total = _cpu_seconds(server)
+    tick = os.sysconf("SC_CLK_TCK")
+    for proc in processes:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = _stat(proc)
+            if int(stat[1]) == server:
+                total += (int(stat[11]) + int(stat[12])) / tick
+    return total
+
+
+def _wait_done(db: str, workflow: str, tasks: int) -> None:
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=db)
+    try:
+        while True:
+            done = client.list_workflows(
+                name=workflow, status=["SUCCESS", "ERROR"], load_input=False, load_output=False
+            )
+            if len(done) >= tasks:
+                return
+            time.sleep(0.05)
+    finally:
+        client.destroy()
+
+
+class _Measured:
+    """Wall time and CPU of one batch, from the moment its tasks were enqueued."""
+
+    def __init__(self, db: str, workers: list[subprocess.Popen[bytes]]) -> None:
+        self.db = db
+        self.workers = workers
+        self.figures: dict[str, Any] = {}
+
+    def __enter__(self) -> _Measured:
+        self.cpu = [_cpu_seconds(w.pid) for w in self.workers]
+        self.database = _database_cpu(self.db)
+        self.load = os.getloadavg()[0]
+        return self
+
+    def started(self) -> None:
+        """The tasks are enqueued: the batch's time starts now."""
+        self.began = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self.began
+        cpu = sum(_cpu_seconds(w.pid) for w in self.workers) - sum(self.cpu)
+        database = _database_cpu(self.db)
+        self.figures = {"elapsed_s": elapsed, "worker_cpu_s": cpu, "load": self.load}
+        if database is not None and self.database is not None:
+            self.figures["database_cpu_s"] = database - self.database
+
+
 def throughput(
     db: str, tasks: int, workers: int, per_worker: int, latency: float
 ) -> dict[str, Any]:
-    """Run ``tasks`` one-turn tasks through ``workers`` worker processes; time the batch."""
-    from dbos import DBOSClient
+    """Run ``tasks`` one-turn tasks through ``workers`` worker processes; time the batch.
 
+    The time runs from the end of the submit (every task enqueued) to the last task done;
+    the submit is timed on its own, as a whole command (a new process).
+    """
     from agent.testing import FakeGemini
 
     fake = FakeGemini(_one_turn_model(latency))
@@ -164,15 +271,11 @@ def throughput(
                 "GEMINI_API_KEY": "bench-key",
             }
             cli = [sys.executable, "-m", "agent"]
-            with _workers(cli, db, workers, env, folder):
-                concurrency = workers * per_worker
-                submitted = time.perf_counter()
-                limits = [
-                    "--concurrency",
-                    str(concurrency),
-                    "--worker-concurrency",
-                    str(per_worker),
-                ]
+            command = [*cli, "worker", "--db", db, "--no-builtins"]
+            with _workers(command, workers, env, folder) as running, _Measured(db, running) as m:
+                limits = ["--concurrency", str(workers * per_worker)]
+                limits += ["--worker-concurrency", str(per_worker)]
+                began = time.perf_counter()
                 subprocess.run(
                     [*cli, "batch", str(tasks_file), "--engine", "dbos", "--db", db, *limits],
                     check=True,
@@ -180,60 +283,117 @@ def throughput(
                     cwd=folder,
                     capture_output=True,
                 )
-                enqueued = time.perf_counter()
-                client = DBOSClient(system_database_url=db)
-                try:
-                    while True:
-                        done = client.list_workflows(
-                            name="toolnexus.batch_task",
-                            status=["SUCCESS", "ERROR"],
-                            load_input=False,
-                            load_output=False,
-                        )
-                        if len(done) >= tasks:
-                            break
-                        time.sleep(0.1)
-                finally:
-                    client.destroy()
-                finished = time.perf_counter()
-    ideal = tasks * latency / concurrency
-    elapsed = finished - submitted
-    return {
+                submit = time.perf_counter() - began
+                m.started()
+                _wait_done(db, "toolnexus.batch_task", tasks)
+    figures = _figures(m.figures, tasks, workers, per_worker, latency)
+    figures.update(submit_s=submit, requests=len(fake.requests))
+    return figures
+
+
+def floor(db: str, tasks: int, workers: int, per_worker: int, latency: float) -> dict[str, Any]:
+    """DBOS's own floor: the same batch of bare workflows, one step each that only waits.
+
+    Same database, same queue settings (`register_queue`), same enqueueing, same number
+    of worker processes and slots; each task is a workflow with one step (a one-turn
+    task's model call) that waits ``latency`` seconds and returns.
+    """
+    from agent.cli import _dbos_batch
+
+    queue = "toolnexus-bench-floor"
+    with tempfile.TemporaryDirectory(prefix="toolnexus-bench-floor-") as temp:
+        folder = Path(temp)
+        command = [sys.executable, str(Path(__file__)), "floor-worker", db, str(latency)]
+        with _workers(command, workers, _env(), folder) as running, _Measured(db, running) as m:
+            with _dbos_batch.client(db) as client:
+                _dbos_batch.register_queue(
+                    client,
+                    queue,
+                    tasks=tasks,
+                    concurrency=workers * per_worker,
+                    worker_concurrency=per_worker,
+                )
+                items = [(f"floor:t{i}", {"id": f"t{i}"}) for i in range(tasks)]
+                began = time.perf_counter()
+                _dbos_batch.enqueue(client, db, BARE_WORKFLOW, queue, items)
+                enqueued = time.perf_counter() - began
+            m.started()
+            _wait_done(db, BARE_WORKFLOW, tasks)
+    figures = _figures(m.figures, tasks, workers, per_worker, latency)
+    figures["enqueue_s"] = enqueued
+    return figures
+
+
+def _figures(
+    measured: dict[str, Any], tasks: int, workers: int, per_worker: int, latency: float
+) -> dict[str, Any]:
+    ideal = tasks * latency / (workers * per_worker)
+    figures = {
         "tasks": tasks,
         "workers": workers,
         "worker_concurrency": per_worker,
         "latency_s": latency,
         "ideal_s": ideal,
-        "enqueue_s": enqueued - submitted,
-        "elapsed_s": elapsed,
-        "fraction_of_ideal": ideal / elapsed,
-        "requests": len(fake.requests),
+        **measured,
+        "fraction_of_ideal": ideal / measured["elapsed_s"],
+        "worker_cpu_ms_per_task": measured["worker_cpu_s"] / tasks * 1000,
     }
+    if "database_cpu_s" in measured:
+        figures["database_cpu_ms_per_task"] = measured["database_cpu_s"] / tasks * 1000
+    return figures
 
 
-@contextmanager
+def _floor_worker(db: str, latency: float) -> None:
+    """A bare DBOS worker: the floor's workflow, launched like ``toolnexus-agent worker``."""
+    import signal
+
+    from dbos import DBOS
+
+    from agent.cli import _dbos_batch
+
+    async def wait() -> str:
+        await asyncio.sleep(latency)
+        return "Done."
+
+    @DBOS.workflow(name=BARE_WORKFLOW)
+    async def bare_task(task: dict[str, Any]) -> dict[str, Any]:
+        text = await DBOS.run_step_async({"name": "bench.model_call"}, wait)
+        return {"id": task["id"], "status": "completed", "text": text}
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        DBOS(config=_dbos_batch.dbos_config(db, f"bench-floor-{os.getpid()}"))
+        DBOS.launch()
+        print("worker ready", file=sys.stderr, flush=True)
+        await stop.wait()
+        DBOS.destroy()
+
+    asyncio.run(serve())
+
+
+@contextlib.contextmanager
 def _workers(
-    cli: list[str], db: str, count: int, env: dict[str, str], folder: Path
-) -> Iterator[None]:
+    command: list[str], count: int, env: dict[str, str], folder: Path
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start ``count`` workers, wait until each is ready, stop them afterwards."""
     logs = [folder / f"worker-{i}.log" for i in range(count)]
-    processes = [
-        subprocess.Popen(
-            [*cli, "worker", "--db", db, "--no-builtins"],
-            env=env,
-            cwd=folder,
-            stdout=subprocess.DEVNULL,
-            stderr=log.open("w"),
-        )
-        for log in logs
-    ]
+    processes = []
+    for log in logs:
+        with log.open("w") as err:  # the child keeps its own copy of the descriptor
+            processes.append(
+                subprocess.Popen(
+                    command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=err
+                )
+            )
     try:
         deadline = time.monotonic() + 120
         while not all("ready" in log.read_text() for log in logs):
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 raise RuntimeError("a worker did not start: " + logs[0].read_text())
             time.sleep(0.05)
-        yield
+        yield processes
     finally:
         for process in processes:
             process.terminate()
@@ -245,7 +405,7 @@ def _workers(
 
 
 def bench_durable(runs: int, tasks: int, folder: Path) -> dict[str, Any]:
-    """Both figures, on SQLite and (when a server can be started) on Postgres."""
+    """The figures, on SQLite and (when a server can be started) on Postgres."""
     from tests.dbos.postgres import Unavailable, temporary_server
 
     out: dict[str, Any] = {"overhead": {}}
@@ -254,30 +414,60 @@ def bench_durable(runs: int, tasks: int, folder: Path) -> dict[str, Any]:
     try:
         with temporary_server() as server:
             out["overhead"]["postgres"] = overhead(f"{server}/bench_overhead", runs)
+            out["floor"] = floor(f"{server}/bench_floor", tasks, 4, 8, 0.2)
             out["batch"] = throughput(f"{server}/bench_batch", tasks, 4, 8, 0.2)
-            out["batch"]["database"] = "postgres"
+            out["batch"]["database"] = out["floor"]["database"] = "postgres"
     except Unavailable as exc:
         out["postgres_skipped"] = str(exc)
+        out["floor"] = floor(f"sqlite:///{folder / 'bench-floor.sqlite'}", tasks, 4, 8, 0.2)
         out["batch"] = throughput(f"sqlite:///{folder / 'bench-batch.sqlite'}", tasks, 4, 8, 0.2)
-        out["batch"]["database"] = "sqlite"
+        out["batch"]["database"] = out["floor"]["database"] = "sqlite"
+    out["batch"]["of_floor"] = out["floor"]["elapsed_s"] / out["batch"]["elapsed_s"]
     return out
+
+
+FLOOR_TARGET = 0.85
+"""The distributed batch's throughput as a share of DBOS's floor, at least."""
+
+SUBMIT_TARGET_S = 1.0
+"""The longest a submit of the batch may take."""
+
+STEP_TARGET_MS = 10.0
+"""The most a durable step may add to a run."""
 
 
 def table(results: dict[str, Any]) -> list[str]:
     """The benchmark table's lines for the durable figures."""
     lines = [""]
     for database, r in results["overhead"].items():
+        met = "met" if r["per_step_ms"] <= STEP_TARGET_MS else "MISSED"
         lines.append(
             f"durable pair ({database:8}) {r['durable_ms']:7.2f} ms vs {r['in_process_ms']:6.2f}"
             f" ms in process p50: {r['ratio']:.2f} x, +{r['per_step_ms']:.2f} ms per step; "
             f"without events {r['no_events_ratio']:.2f} x, +{r['no_events_per_step_ms']:.2f} ms"
+            f"; target <= {STEP_TARGET_MS:.0f} ms: {met}; CPU per step +"
+            f"{r['cpu_per_step_ms']:.2f} ms (+{r['no_events_cpu_per_step_ms']:.2f} without events)"
         )
-    b = results["batch"]
+    f, b = results["floor"], results["batch"]
+    for name, r in (("bare DBOS floor", f), ("distributed batch", b)):
+        database_cpu = r.get("database_cpu_ms_per_task")
+        db_part = f", database {database_cpu:.1f} ms" if database_cpu is not None else ""
+        lines.append(
+            f"{name:17} on {r['database']}: {r['tasks']} tasks, {r['workers']} workers x "
+            f"{r['worker_concurrency']}, {r['latency_s'] * 1000:.0f} ms per call: "
+            f"{r['elapsed_s']:.1f} s (ideal {r['ideal_s']:.2f} s) = "
+            f"{r['fraction_of_ideal']:.0%} of ideal; CPU per task: workers "
+            f"{r['worker_cpu_ms_per_task']:.1f} ms{db_part} (load {r['load']:.1f})"
+        )
+    met = "met" if b["of_floor"] >= FLOOR_TARGET else "MISSED"
     lines.append(
-        f"batch on {b['database']}: {b['tasks']} tasks, {b['workers']} workers x "
-        f"{b['worker_concurrency']}, {b['latency_s'] * 1000:.0f} ms per request: "
-        f"{b['elapsed_s']:.1f} s (ideal {b['ideal_s']:.2f} s, enqueue {b['enqueue_s']:.1f} s)"
-        f" = {b['fraction_of_ideal']:.0%} of ideal"
+        f"distributed batch = {b['of_floor']:.0%} of the floor's throughput; target >= "
+        f"{FLOOR_TARGET:.0%}: {met}"
+    )
+    met = "met" if b["submit_s"] <= SUBMIT_TARGET_S else "MISSED"
+    lines.append(
+        f"submit of {b['tasks']} tasks (a new process): {b['submit_s']:.2f} s (the floor's "
+        f"enqueue in process {f['enqueue_s']:.2f} s); target <= {SUBMIT_TARGET_S:.0f} s: {met}"
     )
     if "postgres_skipped" in results:
         lines.append(f"postgres skipped: {results['postgres_skipped']}")
@@ -288,3 +478,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "overhead":
         figures = asyncio.run(_overhead(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
         print(json.dumps(figures))
+    elif sys.argv[1] == "floor-worker":
+        _floor_worker(sys.argv[2], float(sys.argv[3]))

@@ -33,6 +33,7 @@ EXPECTED = {
         "replay identical: True",
         "trace: ['generate_content gemini-2.5-flash', 'execute_tool deploy']",
     ],
+    "token_rate.py": ["6 runs, 18 requests", "researcher ask", "at most 6,000 tokens per 2 s"],
     "routing.py": [
         "gemini-3.1-pro-preview failed (UNAVAILABLE); turn 2 -> gemini-3-flash-preview",
         "billing: filed: notes on billing: ok | turns on gemini-3.1-pro-preview, "

@@ -3,17 +3,16 @@
 A batch is a DBOS queue named after it; each task is a workflow on that queue whose id is
 ``BATCH:TASK_ID`` (the task id escaped, see `task_workflow_id`), so submitting the same
 batch again adds nothing. Workers (any number, on any machine that reaches the database)
-dequeue the tasks and run each as a durable agent run (`agent.dbos.run_durably`). The
-queue's limits live in the database and hold across workers: ``--concurrency`` tasks at
-once in all, ``--worker-concurrency`` per worker. ``--rpm`` puts every model call of the
-batch through a second, rate-limited queue (a tiny workflow per call), so the budget holds
-whatever the number of workers.
+dequeue the tasks and run each as a durable agent run (`agent.dbos.run_durably`): one DBOS
+step per model call and one per tool call. The queue's limits live in the database and
+hold across workers: ``--concurrency`` tasks at once in all, ``--worker-concurrency`` per
+worker. ``--tpm`` and ``--rpm`` put every model call of the batch under one `TokenRate`
+whose entries are kept in the same database (`agent.dbos.DatabaseLedger`), so the limit
+holds whatever the number of workers.
 
-A worker that dies leaves its tasks ``PENDING`` under its executor id. Each worker holds a
-lock for its life (a Postgres advisory lock, or a file lock next to a SQLite database);
-the others, when they find the lock free on every look for ``--dead-after`` seconds, hand
-the dead worker's tasks back to the queue, where they resume from their last finished
-step. A live worker whose lock's connection dropped takes its lock again in that time.
+The submitting process needs DBOS and SQLAlchemy only (not the Gemini SDK): it enqueues
+the tasks in transactions of `ENQUEUE_CHUNK`, several at once on Postgres. Worker liveness
+(who died, whose tasks go back) is `agent.cli._dbos_liveness`.
 
 This module imports ``dbos``; the subcommands import it only when they run.
 """
@@ -21,10 +20,11 @@ This module imports ``dbos``; the subcommands import it only when they run.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
-import fcntl
 import inspect
 import json
+import math
 import os
 import re
 import socket
@@ -33,42 +33,42 @@ import sys
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 
 from agent.cli import _engine_flags
 from agent.cli._exits import EXIT_OK, CliError
-from agent.cli._model import flag_cache
 from agent.cli._options import read_system
+from agent.cli._rate import rate_of, rate_spec
 from agent.cli._records import crashed_record, result_record
 from agent.cli.run import with_files
-from agent.dbos import DbosSteps, run_durably
+from agent.dbos import DatabaseLedger, DbosSteps, engine_options, run_durably
 from agent.errors import RunError
 
 if TYPE_CHECKING:
     from agent import Agent
-    from agent.capabilities import ContextCache
+    from agent.capabilities import ContextCache, TokenRate
     from agent.cli._model import AgentFactory
     from agent.cli.batch import Task
     from toolnexus import Toolkit
 
 __all__ = [
     "APP_NAME",
-    "DATABASE_ERRORS",
-    "DEFAULT_DB",
     "TASK_WORKFLOW",
-    "DeadWorkers",
-    "Liveness",
+    "WORKER_PREFIX",
     "WorkerRuntime",
     "client",
     "db_url",
     "dbos_config",
+    "engine_for",
+    "enqueue",
+    "polling_interval",
     "redact",
+    "register_queue",
     "submit",
     "task_of",
     "task_workflow_id",
@@ -77,8 +77,9 @@ __all__ = [
 APP_NAME = "toolnexus-agent"
 """The DBOS application every batch command and worker belongs to."""
 
-APP_VERSION = "toolnexus-batch-1"
-"""The application version tasks are enqueued with; every worker runs this one."""
+APP_VERSION = "toolnexus-batch-2"
+"""The application version tasks are enqueued with; every worker runs this one (version 2:
+the rate limits travel with each task, the model calls need no permit workflows)."""
 
 TASK_WORKFLOW = "toolnexus.batch_task"
 """The workflow that runs one task."""
@@ -88,8 +89,11 @@ DEFAULT_DB = _engine_flags.DEFAULT_DB
 WORKER_PREFIX = "toolnexus-worker-"
 """The start of every worker's executor id (only such executors are recovered)."""
 
-POLLING_INTERVAL = 0.1
-"""Seconds between two looks of a worker at a batch queue."""
+ENQUEUE_CHUNK = 100
+"""Tasks enqueued per transaction."""
+
+ENQUEUE_THREADS = 8
+"""Transactions that enqueue at the same time (Postgres; SQLite takes one at a time)."""
 
 _BATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -129,6 +133,7 @@ def dbos_config(url: str, executor_id: str | None = None) -> DBOSConfig:
         "application_version": APP_VERSION,
         "log_level": "WARNING",
         "notification_listener_polling_interval_sec": 0.1,
+        "db_engine_kwargs": engine_options(url),  # SQLite: a commit need not wait for the disk
     }
     if executor_id is not None:
         config["executor_id"] = executor_id
@@ -153,7 +158,7 @@ def client(url: str) -> Iterator[DBOSClient]:
         dbos_client.destroy()
 
 
-def _engine(url: str, **connect_args: Any) -> sa.Engine:
+def engine_for(url: str, **connect_args: Any) -> sa.Engine:
     """Return an engine on the batch database (psycopg 3 for Postgres, as DBOS uses)."""
     parsed = sa.make_url(url)
     if parsed.drivername == "postgresql":
@@ -168,11 +173,11 @@ _PLAIN = frozenset(string.ascii_letters + string.digits + "_.")
 def task_workflow_id(batch: str, task_id: str) -> str:
     """Return the workflow id of a batch's task: ``BATCH:`` and the task id, escaped.
 
-    DBOS names the child workflows of a workflow ``PARENT-N`` (under ``--rpm`` each model
-    call of a task is one), so a task ``t1`` has children ``BATCH:t1-2``, ``BATCH:t1-6``. In
-    the escaped id every character but letters, digits, ``_`` and ``.`` is written ``%XX``
-    (its UTF-8 bytes, ``-`` as ``%2D``): a task's workflow id never holds a ``-`` after
-    the batch name, which holds no ``:``, so no task id can take another task's child's id.
+    DBOS names the child workflows of a workflow ``PARENT-N``, so a task ``t1`` could have
+    children ``BATCH:t1-2``, ``BATCH:t1-6``. In the escaped id every character but letters,
+    digits, ``_`` and ``.`` is written ``%XX`` (its UTF-8 bytes, ``-`` as ``%2D``): a
+    task's workflow id never holds a ``-`` after the batch name, which holds no ``:``, so
+    no task id can take another task's child's id.
 
     Raises:
         CliError: The id holds a NUL or is not valid Unicode text: the batch database keeps
@@ -202,9 +207,94 @@ def task_of(workflow_id: str) -> tuple[str, str]:
     return batch, urllib.parse.unquote(escaped)
 
 
-def queues(batch: str) -> tuple[str, str]:
-    """Return the names of a batch's task queue and model-call queue."""
-    return f"toolnexus-{batch}", f"toolnexus-{batch}-model"
+def queue_name(batch: str) -> str:
+    """Return the name of a batch's task queue."""
+    return f"toolnexus-{batch}"
+
+
+# --------------------------------------------------------------------------- the queue
+
+POLL_FASTEST = 0.05
+"""The shortest queue polling interval, in seconds (a batch of one wave)."""
+
+POLL_SLOWEST = 0.2
+"""The longest queue polling interval, in seconds (a batch of a hundred waves and more)."""
+
+
+def polling_interval(tasks: int, concurrency: int) -> float:
+    """Return how often a worker looks at a batch's queue for tasks, from the batch's size.
+
+    A look that finds the worker's slots full costs one database round trip; one that
+    finds free slots claims tasks for all of them in one transaction, which costs about the
+    same for one task as for eight. A batch of one wave (no more tasks than its
+    concurrency) is claimed at the first looks: a short interval starts it at once and
+    costs little, the batch being short. A batch of many waves is a long stream of slots
+    that free up: looking a little less often claims several tasks per transaction, which
+    saves more than the wait costs. So the interval grows with the square root of the
+    number of waves: `POLL_FASTEST` for one, 0.1 s at 25, `POLL_SLOWEST` from 100. The
+    same batch always gets the same interval (the benchmark's bare DBOS floor uses it too).
+
+    Args:
+        tasks: The tasks of the batch.
+        concurrency: The tasks of the batch that run at once, on all workers.
+    """
+    waves = tasks / max(concurrency, 1)
+    return float(min(POLL_SLOWEST, max(POLL_FASTEST, 0.02 * math.sqrt(waves))))
+
+
+def register_queue(
+    dbos: DBOSClient, name: str, *, tasks: int, concurrency: int, worker_concurrency: int
+) -> None:
+    """Create (or update) a batch's queue with its limits and polling interval."""
+    dbos.register_queue(
+        name,
+        global_concurrency=concurrency,
+        worker_concurrency=worker_concurrency,
+        polling_interval_sec=polling_interval(tasks, concurrency),
+        on_conflict="always_update",
+    )
+
+
+def enqueue(
+    dbos: DBOSClient,
+    url: str,
+    workflow: str,
+    queue: str,
+    items: Sequence[tuple[str, Any]],
+) -> None:
+    """Enqueue ``(workflow id, input)`` items as ``workflow`` on ``queue``, in transactions.
+
+    Each transaction enqueues `ENQUEUE_CHUNK` items; on Postgres `ENQUEUE_THREADS` of them
+    run at once, so the round trips overlap. An interrupted enqueue keeps the chunks that
+    committed: enqueueing the same items again adds the rest (the ids are the key).
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: The database refused a chunk (the others may have
+            committed).
+    """
+    chunks = [items[i : i + ENQUEUE_CHUNK] for i in range(0, len(items), ENQUEUE_CHUNK)]
+    if not chunks:
+        return
+    engine = engine_for(url)
+    threads = 1 if engine.dialect.name == "sqlite" else min(ENQUEUE_THREADS, len(chunks))
+
+    def one(chunk: Sequence[tuple[str, Any]]) -> None:
+        with engine.begin() as connection:
+            for workflow_id, payload in chunk:
+                options: EnqueueOptions = {
+                    "workflow_name": workflow,
+                    "queue_name": queue,
+                    "workflow_id": workflow_id,
+                    "app_version": APP_VERSION,
+                }
+                dbos.enqueue_in_transaction(connection, options, payload)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            for done in [pool.submit(one, chunk) for chunk in chunks]:
+                done.result()
+    finally:
+        engine.dispose()
 
 
 # --------------------------------------------------------------------------- submit
@@ -220,40 +310,19 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             f"batch: the batch name {batch!r} may hold letters, digits, '_', '.' and '-' "
             "only; choose one with --name"
         )
-    _check_limits(args)
-    if args.budget_usd is not None:
-        raise CliError(
-            "batch: --budget-usd is kept by the local runner, which sees every task's cost as "
-            "it is recorded; with --engine dbos, limit the batch with --concurrency or run it "
-            "locally"
-        )
-    if getattr(args, "service_tier", None) or getattr(args, "fallback_tier", None):
-        raise CliError(
-            "batch: with --engine dbos the workers make the model calls: give --service-tier "
-            "(and --fallback-tier) to `toolnexus-agent worker`, not to the batch"
-        )
+    _check_flags(args)
     url = db_url(args.db)
-    system = read_system(args.system)
-    output_schema = _output_schema(args.output_schema)
-    cache = flag_cache(args)
+    payload = _Payload(args, batch)
     ids = {task.id: task_workflow_id(batch, task.id) for task in tasks}
-    task_queue, model_queue = queues(batch)
+    queue = queue_name(batch)
     with client(url) as dbos:
-        dbos.register_queue(
-            task_queue,
-            global_concurrency=args.concurrency,
+        register_queue(
+            dbos,
+            queue,
+            tasks=len(tasks),
+            concurrency=args.concurrency,
             worker_concurrency=args.worker_concurrency or args.concurrency,
-            polling_interval_sec=POLLING_INTERVAL,
-            on_conflict="always_update",
         )
-        if args.rpm is not None:
-            dbos.register_queue(
-                model_queue,
-                limiter={"limit": args.rpm, "period": args.rpm_window},
-                polling_interval_sec=POLLING_INTERVAL / 2,
-                on_conflict="always_update",
-            )
-        # Tasks only: the model calls' permits are workflows of the batch too.
         known = {
             task_of(status.workflow_id)[1]
             for status in dbos.list_workflows(
@@ -264,40 +333,13 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             )
         }
         todo = [task for task in tasks if task.id not in known]
-        # One transaction for the whole batch: it is enqueued entirely or not at all.
-        engine = _engine(url)
         try:
-            with engine.begin() as connection:
-                for task in todo:
-                    payload = {
-                        "id": task.id,
-                        "prompt": task.prompt,
-                        "model": task.model or args.model,
-                        # The --model chain goes with the task (a task's own model: none).
-                        "fallback_models": [] if task.model else list(args.models[1:]),
-                        "system": task.system if task.system is not None else system,
-                        "max_turns": task.max_turns or args.max_turns,
-                        "model_queue": model_queue if args.rpm is not None else None,
-                        # Carried with the task, so every worker applies what the local
-                        # runner would, whatever its own command line says.
-                        "files": [str(Path(name).resolve()) for name in task.files],
-                        "allow": list(task.allow),
-                        "approval": args.approval,
-                        "output_schema": output_schema,
-                        "deps": args.deps,
-                        "builtin_tools": list(args.builtin_tools or ()),
-                        # The context cache of --cache: each worker keeps one per setting.
-                        "cache": [cache.ttl, cache.mode] if cache is not None else None,
-                    }
-                    options: EnqueueOptions = {
-                        "workflow_name": TASK_WORKFLOW,
-                        "queue_name": task_queue,
-                        "workflow_id": ids[task.id],
-                        "app_version": APP_VERSION,
-                    }
-                    dbos.enqueue_in_transaction(connection, options, payload)
-        finally:
-            engine.dispose()
+            enqueue(dbos, url, TASK_WORKFLOW, queue, [(ids[t.id], payload.of(t)) for t in todo])
+        except sa.exc.SQLAlchemyError as exc:
+            raise CliError(
+                f"batch {batch}: enqueueing stopped ({_reason(exc)}); run the same command "
+                "again to add the tasks that are missing"
+            ) from None
         added = len(todo)
     sys.stderr.write(
         f"batch {batch}: {added} tasks enqueued, {len(tasks) - added} already there; "
@@ -308,6 +350,67 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     if args.out:
         return batch_status.follow_batch(url, batch, args.out)
     return EXIT_OK
+
+
+def _reason(exc: sa.exc.SQLAlchemyError) -> str:
+    """Return the first line of the driver's message (SQLAlchemy adds the statement, a link)."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+class _Payload:
+    """Builds each task's workflow input: the task, with what the batch's flags decide.
+
+    Carried with the task, so every worker applies what the local runner would, whatever
+    its own command line says: the approval policy, the typed output, the model chain, the
+    context cache, the rate limits.
+    """
+
+    def __init__(self, args: argparse.Namespace, batch: str) -> None:
+        self.args = args
+        self.batch = batch
+        self.system = read_system(args.system)
+        self.output_schema = _output_schema(args.output_schema)
+        self.rate = rate_spec(args)
+        self.cache = _cache_setting(args)
+
+    def of(self, task: Task) -> dict[str, Any]:
+        args = self.args
+        return {
+            "id": task.id,
+            "batch": self.batch,
+            "prompt": task.prompt,
+            "model": task.model or args.model,
+            # The --model chain goes with the task (a task's own model: none).
+            "fallback_models": [] if task.model else list(args.models[1:]),
+            "system": task.system if task.system is not None else self.system,
+            "max_turns": task.max_turns or args.max_turns,
+            "files": [str(Path(name).resolve()) for name in task.files],
+            "allow": list(task.allow),
+            "approval": args.approval,
+            "output_schema": self.output_schema,
+            "deps": args.deps,
+            "builtin_tools": list(args.builtin_tools or ()),
+            # The context cache of --cache: each worker keeps one per setting.
+            "cache": self.cache,
+            "rate": self.rate,
+        }
+
+
+def _cache_setting(args: argparse.Namespace) -> list[Any] | None:
+    """Return ``[ttl, mode]`` of ``--cache`` and ``--cache-mode`` (the workers make the cache).
+
+    Read from the flags, not from a `ContextCache`: the submitter stays without the SDK.
+
+    Raises:
+        CliError: ``--cache-mode`` without ``--cache``.
+    """
+    ttl, mode = getattr(args, "cache", None), getattr(args, "cache_mode", None)
+    if ttl is None:
+        if mode is not None:
+            raise CliError("toolnexus-agent: --cache-mode needs --cache TTL")
+        return None
+    return [float(ttl), mode or "auto"]
 
 
 def _output_schema(spec: str | None) -> dict[str, Any] | None:
@@ -326,15 +429,24 @@ def _output_schema(spec: str | None) -> dict[str, Any] | None:
     return schema
 
 
-def _check_limits(args: argparse.Namespace) -> None:
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse the flags a distributed batch cannot honour, and limits out of range."""
     if args.worker_concurrency is not None and not (
         1 <= args.worker_concurrency <= args.concurrency
     ):
         raise CliError("--worker-concurrency must be between 1 and --concurrency")
-    if args.rpm is not None and args.rpm < 1:
-        raise CliError(f"--rpm must be at least 1, got {args.rpm}")
-    if args.rpm_window <= 0:
-        raise CliError("--rpm-window must be more than 0 seconds")
+    if args.budget_usd is not None:
+        raise CliError(
+            "batch: --budget-usd is kept by the local runner, which sees every task's cost as "
+            "it is recorded; with --engine dbos, limit the batch with --concurrency or run it "
+            "locally"
+        )
+    if getattr(args, "service_tier", None) or getattr(args, "fallback_tier", None):
+        raise CliError(
+            "batch: with --engine dbos the workers make the model calls: give --service-tier "
+            "(and --fallback-tier) to `toolnexus-agent worker`, not to the batch"
+        )
+    rate_spec(args)  # --tpm, --rpm and --rpm-window in range
 
 
 # --------------------------------------------------------------------------- workers
@@ -346,16 +458,25 @@ async def maybe(value: Any) -> Any:
 
 
 class WorkerRuntime:
-    """What the task workflow needs in a worker: the agents, built from the worker's flags."""
+    """What the task workflow needs in a worker: the agents, built from the worker's flags.
+
+    Args:
+        factory: Makes the agents (the worker's model and client flags).
+        toolkit: The worker's tools.
+        url: The batch database, where the batches' rate limits keep their entries.
+    """
 
     current: ClassVar[WorkerRuntime | None] = None
     """The runtime of this process (set by the worker before DBOS launches)."""
 
-    def __init__(self, factory: AgentFactory, toolkit: Toolkit) -> None:
+    def __init__(self, factory: AgentFactory, toolkit: Toolkit, url: str) -> None:
         self.factory = factory
         self.toolkit = toolkit
+        self.url = url
         self._agents: dict[tuple[Any, ...], Agent] = {}
         self._deps: dict[str, Any] = {}
+        self._rates: dict[tuple[Any, ...], TokenRate] = {}
+        self._ledgers: dict[str, DatabaseLedger] = {}
         self._caches: dict[tuple[float, str], ContextCache] = {}
 
     def agent_for(self, task: Mapping[str, Any]) -> Agent:
@@ -369,6 +490,7 @@ class WorkerRuntime:
         carried = task.get("fallback_models")
         fallbacks = tuple(carried) if carried is not None else None
         builtin = tuple(task.get("builtin_tools") or ())
+        rate = self.rate_for(task)
         key = (
             task["model"],
             task["system"],
@@ -379,6 +501,7 @@ class WorkerRuntime:
             builtin,
             tuple(task.get("cache") or ()),
             fallbacks,
+            id(rate),
         )
         if key not in self._agents:
             # Nobody answers in a batch: a call that would ask is refused, unless allowed.
@@ -393,6 +516,7 @@ class WorkerRuntime:
                 builtin_tools=builtin,
                 cache=self._cache_of(task),
                 fallbacks=fallbacks,
+                rate=rate,
             )
         return self._agents[key]
 
@@ -412,6 +536,21 @@ class WorkerRuntime:
             self._caches[ttl, mode] = ContextCache(ttl=ttl, mode=mode)  # type: ignore[arg-type]
         return self._caches[ttl, mode]
 
+    def rate_for(self, task: Mapping[str, Any]) -> TokenRate | None:
+        """Return the batch's rate limit on the batch database (one per batch and limits)."""
+        spec = task.get("rate")
+        if spec is None:
+            return None
+        batch = str(task.get("batch"))
+        key = (batch, spec["tokens"], spec["requests"], spec["per"])
+        if key not in self._rates:
+            if batch not in self._ledgers:
+                self._ledgers[batch] = DatabaseLedger(self.url, name=f"batch:{batch}")
+            rate = rate_of(spec, self._ledgers[batch])
+            assert rate is not None
+            self._rates[key] = rate
+        return self._rates[key]
+
     def deps_of(self, task: Mapping[str, Any]) -> Any:
         """Return the task's ``deps`` from the batch's ``--deps`` factory (imported once)."""
         spec = task.get("deps")
@@ -430,15 +569,25 @@ class WorkerRuntime:
         )
         return factory(one) if factory is not None else None
 
+    def close(self) -> None:
+        """Close the rate limits' database connections."""
+        for ledger in self._ledgers.values():
+            ledger.close()
+
 
 async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one task durably; return its result line, as the local runner writes it."""
+    """Run one task durably; return its result line, as the local runner writes it.
+
+    Its steps are the run's model and tool calls, nothing else. The duration is this
+    execution's, read from a plain clock: a task a crash cut off and another worker
+    resumed reports the time since it was resumed.
+    """
     runtime = WorkerRuntime.current
     if runtime is None:
         raise RuntimeError("batch tasks run in `toolnexus-agent worker` processes only")
+    started = time.monotonic()
     # A question gets no answer in a batch: the task ends "pending", as in the local runner.
-    steps = DbosSteps(answer_timeout=0, model_queue=task["model_queue"])
-    start = await steps.now()
+    steps = DbosSteps(answer_timeout=0)
     try:
         agent = runtime.agent_for(task)
         deps = await maybe(runtime.deps_of(task))
@@ -449,8 +598,8 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
         result, error = exc.result, str(exc)
     except Exception as exc:  # one task's failure must not stop the batch
         model = task["model"] or runtime.factory.model
-        return crashed_record(task["id"], model, exc, await steps.now() - start)
-    return result_record(task["id"], result, error, await steps.now() - start)
+        return crashed_record(task["id"], model, exc, time.monotonic() - started)
+    return result_record(task["id"], result, error, time.monotonic() - started)
 
 
 batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)
@@ -461,206 +610,3 @@ def executor_id() -> str:
     """Return a new worker's executor id: unique, and naming the machine and process."""
     host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:40]
     return f"{WORKER_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-class Liveness(Protocol):
-    """A lock each worker holds while it lives, which the others can test."""
-
-    def is_free(self, executor: str) -> bool:
-        """Return whether the worker ``executor``'s lock is free right now."""
-        ...
-
-    def renew(self) -> bool:
-        """Make sure this worker holds its lock; return whether it had to take it again."""
-        ...
-
-    def close(self) -> None:
-        """Release this worker's lock."""
-        ...
-
-
-DATABASE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError, OSError)
-"""What a lost or unreachable database raises: a worker retries on these, never dies."""
-
-CONNECT_TIMEOUT = 10
-"""Seconds a worker's lock connection waits for the database when it reconnects."""
-
-
-@dataclass
-class _PostgresLiveness:
-    """Session advisory locks: the server drops a worker's with its connection.
-
-    The server also drops it when the connection alone is lost (a database restart, a
-    network cut, an administrator ending the session) while the worker lives on: `renew`
-    then takes it again on a new connection, and the others wait `DeadWorkers.dead_after`
-    before they take a free lock for a dead worker.
-    """
-
-    engine: sa.Engine
-    executor: str
-    connection: sa.Connection | None = None
-
-    _SPACE = 0x746E  # keeps these locks apart from any other advisory locks in the database
-
-    @classmethod
-    def hold(cls, url: str, executor: str) -> _PostgresLiveness:
-        liveness = cls(_engine(url, connect_timeout=CONNECT_TIMEOUT), executor)
-        liveness.renew()
-        return liveness
-
-    def renew(self) -> bool:
-        if self.connection is not None and not self.connection.invalidated:
-            try:
-                self.connection.execute(sa.text("SELECT 1"))
-                return False  # the session lives, so does its lock
-            except sa.exc.DBAPIError:
-                pass  # the session is gone, and its lock with it: take it again below
-        self._drop()
-        connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        try:
-            connection.execute(
-                sa.text("SELECT pg_advisory_lock(:space, hashtext(:id))"),
-                {"space": self._SPACE, "id": self.executor},
-            )
-        except BaseException:
-            connection.close()
-            raise
-        self.connection = connection
-        return True
-
-    def is_free(self, executor: str) -> bool:
-        connection = self.connection
-        assert connection is not None, "renew() takes the lock first"
-        params = {"space": self._SPACE, "id": executor}
-        got = connection.execute(
-            sa.text("SELECT pg_try_advisory_lock(:space, hashtext(:id))"), params
-        ).scalar()
-        if got:
-            connection.execute(sa.text("SELECT pg_advisory_unlock(:space, hashtext(:id))"), params)
-        return bool(got)
-
-    def _drop(self) -> None:
-        if self.connection is not None:
-            with contextlib.suppress(sa.exc.SQLAlchemyError):
-                self.connection.close()
-            self.connection = None
-
-    def close(self) -> None:
-        self._drop()
-        self.engine.dispose()
-
-
-@dataclass
-class _FileLiveness:
-    """File locks in a directory next to the SQLite database (one machine)."""
-
-    folder: Path
-    fd: int
-
-    @classmethod
-    def hold(cls, url: str, executor: str) -> _FileLiveness:
-        database = Path(sa.make_url(url).database or "toolnexus-batch.sqlite")
-        folder = database.with_name(database.name + ".workers")
-        folder.mkdir(exist_ok=True)
-        fd = os.open(folder / f"{executor}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return cls(folder, fd)
-
-    def renew(self) -> bool:
-        return False  # a file lock lives as long as the process: no connection to lose
-
-    def is_free(self, executor: str) -> bool:
-        path = self.folder / f"{executor}.lock"
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            return True
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
-        path.unlink(missing_ok=True)
-        return True
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-def hold_liveness(url: str, executor: str) -> Liveness:
-    """Take this worker's liveness lock; hold it before DBOS starts dequeuing."""
-    if url.startswith("sqlite"):
-        return _FileLiveness.hold(url, executor)
-    return _PostgresLiveness.hold(url, executor)
-
-
-DEFAULT_DEAD_AFTER = 10.0
-"""Seconds another worker's lock must stay free before that worker is taken for dead."""
-
-
-class DeadWorkers:
-    """Which other workers are gone: their lock found free on every look for a while.
-
-    A lock found free once is not enough: a live worker whose lock connection dropped takes
-    its lock again at its next look (`Liveness.renew`), and taking its tasks meanwhile
-    would run them twice and report the tools it is finishing as cut off.
-
-    Args:
-        liveness: This worker's lock, which tests the others'.
-        me: This worker's executor id (never dead to itself).
-        dead_after: Seconds a lock must stay free; ``0`` takes a free lock at once.
-        clock: Where the seconds come from (a monotonic clock).
-    """
-
-    def __init__(
-        self,
-        liveness: Liveness,
-        me: str,
-        dead_after: float = DEFAULT_DEAD_AFTER,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.liveness = liveness
-        self.me = me
-        self.dead_after = dead_after
-        self._clock = clock
-        self._free_since: dict[str, float] = {}
-
-    def gone(self, executors: Iterable[str]) -> list[str]:
-        """Look at the locks of ``executors``; return those free for `dead_after` seconds."""
-        now = self._clock()
-        free_since: dict[str, float] = {}
-        dead: list[str] = []
-        for executor in sorted(set(executors) - {self.me}):
-            if not self.liveness.is_free(executor):
-                continue
-            since = self._free_since.get(executor, now)
-            if now - since >= self.dead_after:
-                dead.append(executor)
-            else:
-                free_since[executor] = since
-        self._free_since = free_since
-        return dead
-
-
-async def recover_dead(watch: DeadWorkers) -> list[str]:
-    """Hand the tasks of dead workers back to their queues; return those workers' ids.
-
-    Raises:
-        sqlalchemy.exc.OperationalError: The database was lost on the way (as the other
-            `DATABASE_ERRORS`); nobody was taken for dead.
-    """
-    import asyncio
-
-    pending = await DBOS.list_workflows_async(status="PENDING", load_input=False, load_output=False)
-    others = {
-        status.executor_id
-        for status in pending
-        if status.executor_id and status.executor_id.startswith(WORKER_PREFIX)
-    }
-    dead = await asyncio.to_thread(watch.gone, others)
-    if dead:
-        # DBOS has no public call for this without its Conductor service: it is what
-        # Conductor does when an executor goes away (its workflows go back to the queue).
-        await asyncio.to_thread(DBOS._recover_pending_workflows, dead)
-    return dead

@@ -38,14 +38,15 @@ def add_engine_flags(parser: argparse.ArgumentParser) -> None:
         "--rpm",
         type=int,
         metavar="N",
-        help="model requests per minute across all workers (default: no limit)",
+        help="at most N model requests per minute (--rpm-window), here or, with --engine "
+        "dbos, across all workers (default: no limit)",
     )
     group.add_argument(
         "--rpm-window",
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="the window --rpm counts in: N requests per this many seconds (default: 60; "
+        help="the window --rpm and --tpm count in: N per this many seconds (default: 60; "
         "shorter spreads them more evenly)",
     )
 

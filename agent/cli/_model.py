@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import httpx
 
     from agent import Agent, ApprovalPolicy, ModelSettings, Store
-    from agent.capabilities import ContextCache
+    from agent.capabilities import ContextCache, TokenRate
     from agent.cli._questions import Asker
     from agent.testing import FakeGemini
     from toolnexus import Tool, Toolkit
@@ -63,6 +63,8 @@ class AgentFactory:
     """The context cache of ``--cache``, shared by every agent the factory makes."""
     fallbacks: tuple[str, ...] = ()
     """The models a turn of ``model`` falls back to (the other names of ``--model``)."""
+    rate: TokenRate | None = None
+    """The rate limit of the flags (``--tpm``, ``--rpm``), shared by every agent made."""
 
     def make(
         self,
@@ -93,7 +95,7 @@ class AgentFactory:
             scripted=self.fake is not None,
             model=(chosen, *fallbacks) if fallbacks else chosen,
             builtin_tools=self.builtin_tools if builtin_tools is None else builtin_tools,
-            **{"settings": self.settings, "cache": cache, **options},
+            **{"settings": self.settings, "cache": cache, "rate": self.rate, **options},
         )
 
     def report(self, err: TextIO) -> None:
@@ -119,6 +121,7 @@ def make_agent(
     builtin_tools: Sequence[str] = (),
     settings: ModelSettings | None = None,
     cache: ContextCache | None = None,
+    rate: TokenRate | None = None,
 ) -> Agent:
     """Return the `Agent` of a command: every subcommand's agents are made here.
 
@@ -137,6 +140,8 @@ def make_agent(
         builtin_tools: Gemini's own tools (``--builtin-tool``).
         settings: The model settings (``--service-tier``), if any.
         cache: The context cache (``--cache``), if any.
+        rate: The rate limit (``--tpm``, ``--rpm``), if any: the same object for every
+            agent of the command.
 
     Raises:
         CliError: The agent's options are wrong (its `ConfigurationError`).
@@ -160,7 +165,7 @@ def make_agent(
             output_type=output_type,
             approval=approval,
             builtin_tools=builtin_tools,
-            capabilities=[cache] if cache is not None else [],
+            capabilities=[c for c in (cache, rate) if c is not None],
         )
     except ConfigurationError as exc:
         raise CliError(f"toolnexus-agent: {exc}") from None
@@ -219,18 +224,28 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     import httpx
 
     from agent import DEFAULT_MODEL
+    from agent.cli._rate import rate_of, rate_spec
 
     builtin = tuple(getattr(args, "builtin_tools", None) or ())
     settings = flag_settings(args)
     cache = flag_cache(args)
     fallbacks = tuple(getattr(args, "models", None) or ())[1:]
+    rate = rate_of(rate_spec(args))
     if args.fake is None:
         if not _has_key():
             raise CliError(NO_KEY)
         async with httpx.AsyncClient() as http:
             model = args.model or DEFAULT_MODEL
             yield AgentFactory(
-                model, http, None, None, builtin, settings, cache=cache, fallbacks=fallbacks
+                model,
+                http,
+                None,
+                None,
+                builtin,
+                settings,
+                cache=cache,
+                fallbacks=fallbacks,
+                rate=rate,
             )
         return
     import yaml
@@ -250,7 +265,7 @@ async def open_factory(args: argparse.Namespace) -> AsyncIterator[AgentFactory]:
     async with fake.http_client() as http:
         key = "fake-key-not-a-secret"
         yield AgentFactory(
-            model, http, key, fake, builtin, settings, cache=cache, fallbacks=fallbacks
+            model, http, key, fake, builtin, settings, cache=cache, fallbacks=fallbacks, rate=rate
         )
 
 

@@ -38,6 +38,7 @@ from agent.cli._model import (
     open_factory,
 )
 from agent.cli._options import _positive, add_agent_flags, add_toolkit_flags, read_system
+from agent.cli._rate import add_rate_flags, rate_of, rate_spec
 from agent.cli._toolkit import build_toolkit, check_tool_mix_flags, check_toolkit_flags
 from agent.cli.batch import (
     DepsFactory,
@@ -151,6 +152,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_rate_flags(parser)
     add_approval_flag(parser, batch=True)
     add_gemini_batch_flags(parser, engine_flag=True)
     parser.set_defaults(command=command, unattended=True)
@@ -253,6 +255,8 @@ class _Runner:
         self.deps_for = deps_for
         self.factory: AgentFactory | None = None
         self.toolkit: Toolkit | None = None
+        self.rate = rate_of(rate_spec(args))
+        """``--tpm``/``--rpm``: one limit over every case's calls and the judge's."""
 
     async def run(self, todo: Sequence[_Job], output: _Output, progress: _Progress) -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -424,6 +428,7 @@ class _Runner:
         if chain and model == chain[0]:
             model = chain  # the --model chain: its first model falls back to the others
         settings.setdefault("settings", flag_settings(self.args))
+        settings.setdefault("rate", self.rate)
         return make_agent(
             toolkit, http=http, api_key=key, scripted=key is not None, model=model, **settings
         )

@@ -26,6 +26,7 @@ from agent.cli._options import (
 )
 from agent.cli._printer import EventPrinter, describe_cost, stream_run
 from agent.cli._questions import Asker, parse_answer
+from agent.cli._rate import add_rate_flags
 from agent.cli._secrets import scrub_data, scrub_text
 from agent.cli._toolkit import check_tool_mix_flags, check_toolkit_flags, import_attr
 from agent.errors import AgentError, ConfigurationError, RunError
@@ -113,6 +114,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_toolkit_flags(parser)
     add_agent_flags(parser)
+    add_rate_flags(parser)
     add_approval_flag(parser)
     parser.set_defaults(command=command)
 

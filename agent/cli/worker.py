@@ -24,7 +24,7 @@ from agent.cli._options import add_agent_flags, add_toolkit_flags
 from agent.cli._toolkit import check_toolkit_flags
 
 if TYPE_CHECKING:
-    from agent.cli import _dbos_batch
+    from agent.cli import _dbos_liveness
     from toolnexus import Tool
 
 __all__ = ["add_parser", "command"]
@@ -79,11 +79,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def command(args: argparse.Namespace) -> int:
     """Run ``worker`` until stopped and return its exit code."""
-    from agent.cli import _dbos_batch
+    from agent.cli import _dbos_batch, _dbos_liveness
 
     url = _dbos_batch.db_url(args.db)
     if args.dead_after is None:
-        args.dead_after = _dbos_batch.DEFAULT_DEAD_AFTER
+        args.dead_after = _dbos_liveness.DEFAULT_DEAD_AFTER
     if not args.recover_every > 0:
         raise CliError(f"--recover-every must be more than 0 seconds, got {args.recover_every}")
     if not args.dead_after >= 0:
@@ -97,7 +97,7 @@ def command(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
     from dbos import DBOS
 
-    from agent.cli import _dbos_batch
+    from agent.cli import _dbos_batch, _dbos_liveness
 
     me = _dbos_batch.executor_id()
     stop = asyncio.Event()
@@ -105,13 +105,14 @@ async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with open_agents(args, own) as (factory, toolkit):
-        _dbos_batch.WorkerRuntime.current = _dbos_batch.WorkerRuntime(factory, toolkit)
+        runtime = _dbos_batch.WorkerRuntime(factory, toolkit, url)
+        _dbos_batch.WorkerRuntime.current = runtime
         with _dbos_batch.client(url):  # creates the database when it is new
             pass
         # The lock before launch: from launch on, this worker may hold tasks.
         try:
-            liveness = _dbos_batch.hold_liveness(url, me)
-        except _dbos_batch.DATABASE_ERRORS as exc:
+            liveness = _dbos_liveness.hold_liveness(url, me)
+        except _dbos_liveness.DATABASE_ERRORS as exc:
             raise CliError(f"--db: cannot use {_dbos_batch.redact(url)}: {_reason(exc)}") from None
         try:
             DBOS(config=_dbos_batch.dbos_config(url, me))
@@ -124,12 +125,13 @@ async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
                 DBOS.destroy()
         finally:
             liveness.close()
+            runtime.close()
             _dbos_batch.WorkerRuntime.current = None
     sys.stderr.write(f"worker {me} stopped\n")
 
 
 async def _watch(
-    args: argparse.Namespace, me: str, liveness: _dbos_batch.Liveness, stop: asyncio.Event
+    args: argparse.Namespace, me: str, liveness: _dbos_liveness.Liveness, stop: asyncio.Event
 ) -> None:
     """Until stopped: keep this worker's lock, and take back the tasks of dead workers.
 
@@ -137,9 +139,9 @@ async def _watch(
     next turn (the lock's connection is made again then), and nobody is taken for dead on
     a look that failed.
     """
-    from agent.cli import _dbos_batch
+    from agent.cli import _dbos_liveness
 
-    watch = _dbos_batch.DeadWorkers(liveness, me, args.dead_after)
+    watch = _dbos_liveness.DeadWorkers(liveness, me, args.dead_after)
     lost = False
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
@@ -148,8 +150,8 @@ async def _watch(
             break
         try:
             retaken = await asyncio.to_thread(liveness.renew)
-            dead = await _dbos_batch.recover_dead(watch)
-        except _dbos_batch.DATABASE_ERRORS as exc:
+            dead = await _dbos_liveness.recover_dead(watch)
+        except _dbos_liveness.DATABASE_ERRORS as exc:
             if not lost:
                 _say(f"worker {me} lost its database connection ({_reason(exc)}); retrying")
             lost = True

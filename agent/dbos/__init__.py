@@ -29,15 +29,19 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
+from agent.dbos._ledger import DatabaseLedger
 from agent.dbos._messages import follow, pending, send
+from agent.dbos._options import engine_options
 from agent.dbos._steps import ANSWER_TOPIC, PENDING_EVENT, DbosSteps
 
 __all__ = [
     "ANSWER_TOPIC",
     "EVENTS_STREAM",
     "PENDING_EVENT",
+    "DatabaseLedger",
     "DbosSteps",
     "DurableAgent",
+    "engine_options",
     "follow",
     "pending",
     "run_durably",

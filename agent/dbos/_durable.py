@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from dbos import WorkflowHandleAsync
 
     from agent import Agent, Prompt, RunResult
+    from agent.events import Event
 
 __all__ = ["EVENTS_STREAM", "DurableAgent", "run_durably"]
 
@@ -37,8 +38,9 @@ async def run_durably(
     """Run ``agent``'s loop with DBOS steps; call it from inside a DBOS workflow.
 
     `DurableAgent` does this for you; use it directly to run an agent from a workflow of
-    your own (for example one step of a larger pipeline). Every event is written to the
-    workflow's ``toolnexus.events`` stream as it happens.
+    your own (for example one step of a larger pipeline). The events are written to the
+    workflow's ``toolnexus.events`` stream a turn at a time (`agent.dbos.follow` reads them
+    one by one).
 
     Args:
         agent: The agent to run (its ``wait_for`` is not used: questions wait for `send`;
@@ -47,7 +49,7 @@ async def run_durably(
         history: An earlier conversation to continue.
         steps: The DBOS steps to use (their answer timeout, rate-limit queue).
         publish: Write the events to the stream (``False`` saves a database write per
-            event when nobody follows them).
+            turn when nobody follows them).
         deps: The run's data, as for `Agent.run` (tools get it; a callable system prompt
             is built from it).
 
@@ -59,21 +61,50 @@ async def run_durably(
     """
     steps = steps or DbosSteps()
     steps.toolkit = agent.toolkit  # whose tools say whether they are idempotent
+    events = _Publisher() if publish else None
+    steps.publish = events.flush if events is not None else None
     result: RunResult | None = None
     try:
         async for event in agent.plan(prompt, history=history, steps=steps, deps=deps).events():
-            if publish:
-                await DBOS.write_stream_async(EVENTS_STREAM, event)
+            if events is not None:
+                events.add(event)
             if isinstance(event, DoneEvent):
                 result = event.result
     except AgentError as error:
         copyreg.pickle(type(error), _reduce)  # DBOS stores it pickled
         raise
     finally:
-        if publish:
-            await DBOS.close_stream_async(EVENTS_STREAM)
+        steps.publish = None
+        if events is not None:
+            # The stream ends with the workflow (readers stop at its DoneEvent, or when it
+            # has ended): closing it would be one more database write.
+            await events.flush()
     assert result is not None
     return result
+
+
+class _Publisher:
+    """A durable run's events, written to its stream one turn at a time.
+
+    The events since the last write wait here; `DbosSteps` writes them, as one entry of the
+    stream, before each model call and before waiting for an answer, and the run writes
+    the rest when it ends. A write is a database round trip: once per turn instead of once
+    per event. The points are the same in a replay, so a recovered run skips the writes
+    its first execution made.
+    """
+
+    def __init__(self) -> None:
+        self.pending: list[Event] = []
+
+    def add(self, event: Event) -> None:
+        """Keep ``event`` for the next write."""
+        self.pending.append(event)
+
+    async def flush(self) -> None:
+        """Write the events kept since the last write (nothing when there are none)."""
+        if self.pending:
+            events, self.pending = self.pending, []
+            await DBOS.write_stream_async(EVENTS_STREAM, events)
 
 
 class DurableAgent:
@@ -103,8 +134,8 @@ class DurableAgent:
         name: A name unique in the application; the workflow is ``toolnexus.agent.NAME``.
         answer_timeout: Seconds a run waits for an answer sent with `agent.dbos.send`
             before it ends ``"pending"`` (a week by default).
-        events: Write each event to the run's stream, for `agent.dbos.follow` (one
-            database write per event; ``False`` saves them when nobody follows).
+        events: Write the run's events to its stream, for `agent.dbos.follow` (one
+            database write per turn; ``False`` saves them when nobody follows).
 
     Raises:
         ConfigurationError: Another `DurableAgent` already has this name.

@@ -11,6 +11,7 @@ from dbos import DBOS, DBOSClient
 from agent.dbos._durable import EVENTS_STREAM
 from agent.dbos._steps import ANSWER_KEYS, ANSWER_TOPIC, PENDING_EVENT
 from agent.errors import ConfigurationError
+from agent.events import DoneEvent
 
 if TYPE_CHECKING:
     from agent.events import Event
@@ -154,8 +155,10 @@ async def follow(run_id: str, *, db: str | None = None) -> AsyncGenerator[Event,
     """Yield a durable run's events from the start, live, until it ends.
 
     Works from any process that reaches the database; the last event of a finished run is
-    its `DoneEvent`. A run recovered after a crash does not write again the events of the
-    steps it replays, so each event comes once.
+    its `DoneEvent` (a run that failed ends without one, when its workflow ends). The run
+    writes its events a turn at a time, so they come in bursts. A run recovered after a
+    crash does not write again the events of the steps it replays, so each event comes
+    once.
 
     Args:
         run_id: The run's workflow id.
@@ -170,5 +173,9 @@ async def follow(run_id: str, *, db: str | None = None) -> AsyncGenerator[Event,
         else:
             events = client.read_stream_async(run_id, EVENTS_STREAM, polling_interval_sec=0.1)
         async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
+            async for entry in events:
+                # One entry per turn (a list); runs of older versions wrote one per event.
+                for event in entry if isinstance(entry, list) else [entry]:
+                    yield event
+                    if isinstance(event, DoneEvent):
+                        return

@@ -68,6 +68,9 @@ class DbosSteps(Steps):
         self.model_queue = model_queue
         self.toolkit = toolkit
         """The run's tools, for their `Tool.idempotent` declarations."""
+        self.publish: Callable[[], Awaitable[None]] | None = None
+        """Writes the run's events so far to its stream (`run_durably` sets it): called
+        before each model call and each wait for an answer, so once per turn."""
 
     def model(
         self, request: ModelRequest, call: Callable[[], AsyncGenerator[ModelItem, None]]
@@ -77,6 +80,8 @@ class DbosSteps(Steps):
     async def _model(
         self, call: Callable[[], AsyncGenerator[ModelItem, None]]
     ) -> AsyncGenerator[ModelItem, None]:
+        if self.publish is not None:
+            await self.publish()
         if self.model_queue is not None:
             handle = await DBOS.enqueue_workflow_async(self.model_queue, rate_permit)
             await handle.get_result()
@@ -123,6 +128,8 @@ class DbosSteps(Steps):
         return run
 
     async def wait(self, request: Request) -> Answer | None:
+        if self.publish is not None:
+            await self.publish()  # the turn that asked, before the wait
         await DBOS.set_event_async(PENDING_EVENT, dict(request))
         answer = await self._answer(request)
         await DBOS.set_event_async(PENDING_EVENT, None)

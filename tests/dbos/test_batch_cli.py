@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -12,8 +13,9 @@ import pytest
 pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'")
 
 from agent.cli import EXIT_FAILED, EXIT_OK, EXIT_PENDING, EXIT_USAGE, main
+from agent.cli._dbos_batch import polling_interval
 from tests.cli.conftest import Terminal
-from tests.dbos.conftest import wait_until
+from tests.dbos.conftest import PYTHON, env, wait_until
 
 
 @pytest.fixture
@@ -50,6 +52,8 @@ def test_the_engine_flags_are_checked(
         ("--name", "a:b"): "the batch name 'a:b' may hold letters",
         ("--worker-concurrency", "9"): "--worker-concurrency must be between 1 and --concurrency",
         ("--rpm", "0"): "--rpm must be at least 1",
+        ("--tpm", "0"): "--tpm must be at least 1",
+        ("--budget-usd", "1"): "--budget-usd is kept by the local runner",
     }
     for flags, message in cases.items():
         argv = ["batch", str(tasks), "--engine", "dbos", "--db", db, *flags]
@@ -108,6 +112,50 @@ def test_batch_status_wait_redraws_two_batches_in_place(
     ]
 
 
+def test_the_submit_loads_no_gemini_sdk_and_enqueues_in_chunks(tmp_path: Path) -> None:
+    # The submitting process only writes rows: importing the SDK cost it seconds.
+    big = tmp_path / "big.yaml"
+    big.write_text("tasks:\n" + "".join(f"  - {{id: t{i}, prompt: p{i}}}\n" for i in range(250)))
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    script = (
+        "import sys\n"
+        "from agent.cli import main\n"
+        f"code = main(['batch', {str(big)!r}, '--engine', 'dbos', '--db', {db!r},"
+        " '--tpm', '50000', '--concurrency', '10'])\n"
+        "assert code == 0, code\n"
+        "sdk = ('google.genai', 'agent._agent')\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(sdk))\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run(
+        [PYTHON, "-c", script], env=env(), cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert "250 tasks enqueued" in done.stderr
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=db)
+    try:
+        statuses = client.list_workflows(name="toolnexus.batch_task", load_input=True)
+        queue = client.retrieve_queue("toolnexus-big")
+    finally:
+        client.destroy()
+    assert len(statuses) == 250
+    task = statuses[0].input["args"][0]  # type: ignore[index]
+    assert task["rate"] == {"tokens": 50000, "requests": None, "per": 60.0}
+    assert task["batch"] == "big"
+    assert queue is not None
+    assert queue.polling_interval_sec == polling_interval(250, 10)
+
+
+def test_the_polling_interval_grows_with_the_batch() -> None:
+    intervals = [polling_interval(tasks, 32) for tasks in (1, 32, 800, 3_200, 100_000)]
+    assert intervals == sorted(intervals)
+    assert intervals[0] == intervals[1] == 0.05  # one wave: looked at often
+    assert 0.05 < intervals[2] < intervals[3] == 0.2 == intervals[4]
+
+
 def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> None:
     import httpx
 
@@ -131,7 +179,7 @@ def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> N
     assert payloads["b"]["fallback_models"] == []  # a task's own model: no fallback
     # A worker builds each task's agent with the chain the task carries, whatever its flags.
     factory = AgentFactory("gemini-2.5-flash", httpx.AsyncClient(), "k")
-    runtime = WorkerRuntime(factory, Toolkit())
+    runtime = WorkerRuntime(factory, Toolkit(), db)
     base = {"system": None, "max_turns": None, "approval": "never-ask"}
     assert runtime.agent_for({**base, **payloads["a"]}).models == (
         "gemini-3.1-pro-preview",

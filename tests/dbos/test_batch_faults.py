@@ -238,7 +238,7 @@ def test_workers_ride_out_dropped_database_connections(tmp_path: Path, postgres:
 
 
 def test_a_worker_is_dead_only_when_its_lock_stays_free(tmp_path: Path) -> None:
-    from agent.cli._dbos_batch import DeadWorkers, hold_liveness
+    from agent.cli._dbos_liveness import DeadWorkers, hold_liveness
 
     url = f"sqlite:///{tmp_path / 'batch.sqlite'}"
     now = [0.0]

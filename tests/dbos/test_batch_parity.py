@@ -126,6 +126,22 @@ def test_the_dbos_engine_honours_every_flag_the_local_runner_does(
     assert not results["allowed"].get("denied")
     assert (tmp_path / "root" / "allowed").read_text() == "x"
     assert not (tmp_path / "root" / "plain").exists()
+    # A task's steps are its model and tool calls, nothing else (no clock readings).
+    from dbos import DBOSClient
+
+    client = DBOSClient(system_database_url=db)
+    try:
+        steps = client.list_workflow_steps("tasks:allowed", load_output=False)
+    finally:
+        client.destroy()
+    assert [step["function_name"] for step in steps] == [
+        "toolnexus.model_call",
+        "toolnexus.tool:whoami:begin",
+        "toolnexus.tool:whoami",
+        "toolnexus.tool:write:begin",
+        "toolnexus.tool:write",
+        "toolnexus.model_call",
+    ]
 
 
 def test_the_dbos_engine_refuses_a_budget_it_cannot_keep(

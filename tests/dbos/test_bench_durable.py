@@ -29,3 +29,24 @@ def test_the_overhead_probe_runs_a_pair_durably_and_in_process(tmp_path: Path) -
     assert figures["runs"] == 2
     assert figures["durable_ms"] > 0 and figures["in_process_ms"] > 0
     assert set(figures) >= {"ratio", "per_step_ms", "no_events_ratio", "no_events_per_step_ms"}
+
+
+@pytest.mark.timeout(300)
+def test_the_floor_and_the_batch_run_and_the_table_reads_them(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import _bench_durable as bench
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    floor = bench.floor(f"sqlite:///{tmp_path / 'floor.sqlite'}", 6, 1, 3, 0.05)
+    batch = bench.throughput(f"sqlite:///{tmp_path / 'batch.sqlite'}", 6, 1, 3, 0.05)
+    assert floor["tasks"] == batch["tasks"] == 6 and batch["requests"] == 6
+    assert floor["worker_cpu_ms_per_task"] > 0 and batch["worker_cpu_ms_per_task"] > 0
+    batch["of_floor"] = floor["elapsed_s"] / batch["elapsed_s"]
+    floor["database"] = batch["database"] = "sqlite"
+    overhead = {"durable_ms": 1.0, "in_process_ms": 1.0, "ratio": 1.0, "per_step_ms": 0.0}
+    overhead |= {"no_events_ratio": 1.0, "no_events_per_step_ms": 0.0}
+    overhead |= {"cpu_per_step_ms": 0.0, "no_events_cpu_per_step_ms": 0.0}
+    lines = bench.table({"overhead": {"sqlite": overhead}, "floor": floor, "batch": batch})
+    assert any(line.startswith("bare DBOS floor") for line in lines)
+    assert any("of the floor's throughput" in line for line in lines)

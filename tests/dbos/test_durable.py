@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,16 @@ from dbos import DBOS
 
 import toolnexus as tn
 from agent import Agent, ModelError, RetryPolicy, RunLimits
-from agent.dbos import ANSWER_TOPIC, DurableAgent, follow, pending, send
+from agent.capabilities import Admission, InMemoryLedger, TokenRate
+from agent.dbos import (
+    ANSWER_TOPIC,
+    EVENTS_STREAM,
+    DurableAgent,
+    engine_options,
+    follow,
+    pending,
+    send,
+)
 from agent.dbos._steps import as_answer
 from agent.errors import ConfigurationError
 from agent.events import DoneEvent, PendingEvent, ToolResultEvent, UsageEvent
@@ -29,7 +39,13 @@ def add(a: int, b: int) -> int:
 
 
 # Created at import time, before DBOS launches, as DBOS wants its workflows.
-ADDING = FakeGemini([reply(function_call("add", {"a": 2, "b": 3})), "2 + 3 = 5"])
+ADDING = FakeGemini(
+    lambda body: (
+        "2 + 3 = 5"
+        if "functionResponse" in body["contents"][-1]["parts"][0]
+        else reply(function_call("add", {"a": 2, "b": 3}))
+    )
+)
 adding = DurableAgent(Agent(toolkit=tn.toolkit([add]), client=ADDING.client()), name="test_adding")
 FAILING = FakeGemini([error(400, "INVALID_ARGUMENT", "bad request")])
 failing = DurableAgent(
@@ -42,6 +58,27 @@ ASKING = FakeGemini(
 asking = DurableAgent(
     Agent(toolkit=tn.build(builtins={"tools": {"bash": False}}), client=ASKING.client()),
     name="test_asking",
+)
+
+
+class CountingLedger(InMemoryLedger):
+    """The default ledger, counting the calls it let through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.admitted = 0
+
+    async def admit(self, tokens: int, rate: TokenRate) -> Admission:
+        admission = await super().admit(tokens, rate)
+        self.admitted += admission.entry is not None
+        return admission
+
+
+LIMITED_LEDGER = CountingLedger()
+LIMITED = FakeGemini(lambda body: "Done.")
+limited = DurableAgent(
+    Agent(client=LIMITED.client(), capabilities=[TokenRate(10_000, ledger=LIMITED_LEDGER)]),
+    name="test_limited",
 )
 
 
@@ -87,10 +124,21 @@ other_run = DurableAgent(
 @pytest.fixture(scope="module", autouse=True)
 def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     database = tmp_path_factory.mktemp("dbos") / "runs.sqlite"
-    DBOS(config={"name": "durable-tests", "system_database_url": f"sqlite:///{database}"})
+    url = f"sqlite:///{database}"
+    options = engine_options(url)  # as docs/durable.md advises
+    DBOS(config={"name": "durable-tests", "system_database_url": url, "db_engine_kwargs": options})
     DBOS.launch()
     yield
     DBOS.destroy()
+    with sqlite3.connect(database) as connection:
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+    assert mode == "wal"
+
+
+def test_engine_options_leave_postgres_to_dbos() -> None:
+    assert engine_options("postgresql://agent@db/runs") == {}
+    assert engine_options("sqlite:///:memory:") == {}
+    assert set(engine_options("sqlite:///runs.sqlite")) == {"creator"}
 
 
 async def test_a_durable_run_returns_its_result_once_and_for_all() -> None:
@@ -111,6 +159,32 @@ async def test_a_durable_run_returns_its_result_once_and_for_all() -> None:
         "DoneEvent",
     ]
     assert isinstance(events[-1], DoneEvent) and events[-1].result == result
+
+
+async def test_a_durable_run_is_one_step_per_call_and_one_stream_write_per_turn() -> None:
+    await adding.run("What is 2 + 3?", run_id="sum-2")
+    steps = await DBOS.list_workflow_steps_async("sum-2", load_output=False)
+    names = [step["function_name"] for step in steps]
+    # Model, tool (with its begin mark: `add` is not declared idempotent), model; the
+    # stream writes of the two turns, and its close.
+    assert [name for name in names if name.startswith("toolnexus.")] == [
+        "toolnexus.model_call",
+        "toolnexus.tool:add:begin",
+        "toolnexus.tool:add",
+        "toolnexus.model_call",
+    ]
+    entries = [entry async for entry in DBOS.read_stream_async("sum-2", EVENTS_STREAM)]
+    assert [[type(e).__name__ for e in entry] for entry in entries] == [
+        ["UsageEvent", "ToolCallEvent", "ToolResultEvent"],
+        ["TextEvent", "UsageEvent", "DoneEvent"],
+    ]
+
+
+async def test_a_durable_runs_calls_go_through_its_token_rate_once() -> None:
+    first = await limited.run("hello", run_id="limited-1")
+    again = await limited.run("hello", run_id="limited-1")  # its result, read back
+    assert first == again and first.text == "Done."
+    assert len(LIMITED.requests) == LIMITED_LEDGER.admitted == 1
 
 
 async def test_a_failed_model_call_raises_the_usual_error_with_its_partial_result() -> None:
