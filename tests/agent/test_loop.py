@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
+import threading
 from typing import Any
 
 import httpx
@@ -114,43 +114,41 @@ async def test_calls_without_ids_get_responses_without_ids(http, mock):
 
 
 async def test_eight_calls_run_concurrently(http, mock):
-    def slow(args: dict[str, Any], ctx: Any) -> str:
-        time.sleep(0.2)
-        return f"slept {args['n']}"
+    # Every call waits until all eight have started: run one at a time, the first would
+    # wait alone until the barrier's timeout (there only so a hang fails) broke it.
+    all_started = threading.Barrier(8, timeout=60)
 
-    tk = toolkit([Tool("slow", slow, "Sleep a bit.", {"type": "object"})])
+    def meet(args: dict[str, Any], ctx: Any) -> str:
+        all_started.wait()
+        return f"met {args['n']}"
+
+    tk = toolkit([Tool("meet", meet, "Wait for the others.", {"type": "object"})])
     script = Script(
         mock,
         [
-            reply(*(call("slow", {"n": n}, id=f"c{n}") for n in range(8))),
+            reply(*(call("meet", {"n": n}, id=f"c{n}") for n in range(8))),
             reply(text("all done")),
         ],
     )
-    started = time.perf_counter()
     result = await make_agent(http, tk).run("go")
-    elapsed = time.perf_counter() - started
     assert result.status == "completed"
-    assert elapsed < 8 * 0.2 / 2, elapsed
     outputs = [p["functionResponse"]["response"]["output"] for p in script.contents(1)[2]["parts"]]
-    assert outputs == [f"slept {n}" for n in range(8)]
+    assert outputs == [f"met {n}" for n in range(8)]
 
 
 async def test_async_tools_also_run_concurrently(http, mock):
-    running = 0
-    peak = 0
+    both_started = asyncio.Barrier(2)
 
     async def wait(args: dict[str, Any], ctx: Any) -> str:
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        await asyncio.sleep(0.01)
-        running -= 1
+        async with asyncio.timeout(60):  # only so that calls run one by one fail, not hang
+            await both_started.wait()
         return "ok"
 
     tk = toolkit([Tool("wait", wait, "Wait.", {"type": "object"})])
-    Script(mock, [reply(call("wait", {}), call("wait", {"x": 1})), reply(text("done"))])
+    script = Script(mock, [reply(call("wait", {}), call("wait", {"x": 1})), reply(text("done"))])
     await make_agent(http, tk).run("go")
-    assert peak == 2
+    outputs = [p["functionResponse"]["response"] for p in script.contents(1)[2]["parts"]]
+    assert outputs == [{"output": "ok", "isError": False}] * 2
 
 
 RICH_SCHEMA = {

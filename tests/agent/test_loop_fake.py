@@ -8,7 +8,7 @@ so a run that completes here sent protocol-correct requests on every turn.
 from __future__ import annotations
 
 import json
-import time
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -99,16 +99,20 @@ async def test_calls_without_ids_pass_too(fakes):
 
 
 async def test_eight_slow_calls_run_concurrently(fakes):
+    # Each call blocks its thread until all eight have started (the timeout only turns a
+    # loop that runs them one by one into a failure instead of a hang).
+    all_started = threading.Barrier(8, timeout=60)
+
     def slow(args, ctx):
-        time.sleep(0.2)
+        all_started.wait()
         return "ok"
 
     tk = toolkit([Tool("slow", slow, "Slow.", {"type": "object"})])
     fake = fake_of(fakes, [reply(*(function_call("slow", {"n": n}) for n in range(8))), "done"])
-    started = time.perf_counter()
     result = await agent_on(fake, tk).run("go")
     assert result.status == "completed"
-    assert time.perf_counter() - started < 0.8
+    answers = [r["response"] for r in fake.requests[1].function_responses]
+    assert answers == [{"output": "ok", "isError": False}] * 8
 
 
 async def test_rich_schema_and_bad_name(fakes):

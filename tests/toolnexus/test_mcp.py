@@ -56,7 +56,7 @@ def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(work_dir: Path) -> Iterator[tuple[Toolkit, float]]:
+def built(work_dir: Path) -> Iterator[Toolkit]:
     os.environ["TOOLNEXUS_TEST_SECRET"] = SECRET
     os.environ["GEMINI_API_KEY"] = "agent-key-not-for-servers"
     config = {
@@ -82,14 +82,12 @@ def built(work_dir: Path) -> Iterator[tuple[Toolkit, float]]:
     }
     path = work_dir / "mcp.json"
     path.write_text(json.dumps(config))
-    started = time.monotonic()
     try:
         tk = toolnexus.build(mcp=path, builtins=False)
     finally:
         del os.environ["GEMINI_API_KEY"]
-    elapsed = time.monotonic() - started
     try:
-        yield tk, elapsed
+        yield tk
     finally:
         tk.close()
         del os.environ["TOOLNEXUS_TEST_SECRET"]
@@ -113,8 +111,8 @@ def statuses(tk: Toolkit) -> dict[str, McpServerStatus]:
     return {status.name: status for status in mcp_status(tk)}
 
 
-def test_lists_every_page_of_tools_with_prefixed_names(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_lists_every_page_of_tools_with_prefixed_names(built: Toolkit) -> None:
+    tk = built
     assert [n for n in tk.names if n.startswith("demo_")] == [f"demo_{n}" for n in ALL_TOOLS]
     echo = tk["demo_echo"]
     assert echo.source == "mcp"
@@ -124,8 +122,8 @@ def test_lists_every_page_of_tools_with_prefixed_names(built: tuple[Toolkit, flo
     assert demo == McpServerStatus("demo", "stdio", "connected", "", len(ALL_TOOLS))
 
 
-def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_calls_return_text_structured_content_and_errors(built: Toolkit) -> None:
+    tk = built
     echoed = toolnexus.execute(tk, "demo_echo", {"text": "hi there"})
     assert echoed.output == "echo:\nhi there"
     assert not echoed.is_error
@@ -140,8 +138,8 @@ def test_calls_return_text_structured_content_and_errors(built: tuple[Toolkit, f
     assert raised.output == "Tool 'demo_raise' failed: MCPError: server-side boom"
 
 
-def test_image_and_audio_content_become_attachments(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_image_and_audio_content_become_attachments(built: Toolkit) -> None:
+    tk = built
     result = toolnexus.execute(tk, "demo_image", {})
     assert (result.output, result.is_error) == ("a dot", False)
     assert [(a.mime_type, a.data, a.name) for a in result.attachments] == [
@@ -151,9 +149,9 @@ def test_image_and_audio_content_become_attachments(built: tuple[Toolkit, float]
 
 
 def test_arguments_are_checked_against_the_server_schema_before_the_call(
-    built: tuple[Toolkit, float],
+    built: Toolkit,
 ) -> None:
-    tk, _ = built
+    tk = built
     bad = toolnexus.execute(tk, "demo_add", {"a": "two", "c": 1})
     assert bad.is_error
     assert bad.output == (
@@ -170,16 +168,16 @@ def test_a_schema_the_checker_cannot_read_is_left_to_the_server() -> None:
     assert odd({"x": 1}) == {"x": 1}
 
 
-async def test_sync_built_tools_work_from_another_event_loop(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+async def test_sync_built_tools_work_from_another_event_loop(built: Toolkit) -> None:
+    tk = built
     result = await toolnexus.execute_async(tk, "demo_add", {"a": 1, "b": 1})
     assert json.loads(result.output) == {"sum": 2}
 
 
 def test_env_is_merged_over_the_process_environment_and_cwd_is_relative_to_the_file(
-    built: tuple[Toolkit, float], work_dir: Path
+    built: Toolkit, work_dir: Path
 ) -> None:
-    tk, _ = built
+    tk = built
     assert toolnexus.execute(tk, "demo_env", {"name": "DEMO_MODE"}).output == "test"
     assert toolnexus.execute(tk, "demo_env", {"name": "PATH"}).output == os.environ["PATH"]
     # The expanded value reached the server but is redacted on the way back.
@@ -190,9 +188,9 @@ def test_env_is_merged_over_the_process_environment_and_cwd_is_relative_to_the_f
 
 
 def test_the_agent_keys_are_hidden_from_servers_unless_passed_in_env(
-    built: tuple[Toolkit, float],
+    built: Toolkit,
 ) -> None:
-    tk, _ = built
+    tk = built
     # GEMINI_API_KEY was set when the servers started; no server inherits it.
     for server in ("demo", "victim"):
         tool = f"{server}_env"
@@ -216,8 +214,8 @@ def test_hidden_env_of_build_reaches_the_server_config() -> None:
     assert "TOOLNEXUS_TEST_HIDE" not in custom.env and custom.env["KEEP"] == "1"
 
 
-def test_a_server_that_crashes_at_start_is_isolated(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_a_server_that_crashes_at_start_is_isolated(built: Toolkit) -> None:
+    tk = built
     crashy = statuses(tk)["crashy"]
     assert crashy.state == "failed"
     assert crashy.transport == "stdio"
@@ -227,16 +225,17 @@ def test_a_server_that_crashes_at_start_is_isolated(built: tuple[Toolkit, float]
     assert not any(name.startswith("crashy_") for name in tk.names)
 
 
-def test_a_server_that_hangs_is_bounded_by_its_timeout(built: tuple[Toolkit, float]) -> None:
-    tk, elapsed = built
+def test_a_server_that_hangs_is_bounded_by_its_timeout(built: Toolkit) -> None:
+    # The build returned (one that waited on the server would hang until pytest's
+    # timeout) and says it gave up on its own 1 s timer: no wall-clock bound to flake.
+    tk = built
     hangs = statuses(tk)["hangs"]
     assert hangs.state == "failed"
     assert hangs.reason == "timed out after 1 s while connecting"
-    assert elapsed < 15
 
 
-def test_disabled_and_misconfigured_servers_have_a_status(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_disabled_and_misconfigured_servers_have_a_status(built: Toolkit) -> None:
+    tk = built
     all_status = statuses(tk)
     assert list(all_status) == ["demo", "victim", "crashy", "hangs", "off", "not-on", "broken"]
     assert all_status["off"].state == "disabled"
@@ -378,9 +377,9 @@ async def test_plain_with_in_async_code_stops_the_servers_once_the_loop_runs(
 
 
 def test_a_call_past_the_context_timeout_is_cancelled_and_the_server_stays_usable(
-    built: tuple[Toolkit, float],
+    built: Toolkit,
 ) -> None:
-    tk, _ = built
+    tk = built
     context = toolnexus.ToolContext(timeout=0.3)
     slow = toolnexus.execute(tk, "demo_sleep", {"seconds": 30}, context)
     assert slow.is_error
@@ -388,8 +387,8 @@ def test_a_call_past_the_context_timeout_is_cancelled_and_the_server_stays_usabl
     assert toolnexus.execute(tk, "demo_echo", {"text": "still here"}).output == "echo:\nstill here"
 
 
-def test_a_server_that_dies_mid_session_turns_failed(built: tuple[Toolkit, float]) -> None:
-    tk, _ = built
+def test_a_server_that_dies_mid_session_turns_failed(built: Toolkit) -> None:
+    tk = built
     assert statuses(tk)["victim"].state == "connected"
     pid = int(toolnexus.execute(tk, "victim_pid", {}).output)
     os.kill(pid, signal.SIGKILL)
