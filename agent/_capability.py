@@ -33,7 +33,7 @@ import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from agent._decide import Step, Stop
@@ -117,8 +117,33 @@ class _NoSpan:
 _NO_SPAN = _NoSpan()
 
 
+_POINTS = (
+    "before_call",
+    "sending",
+    "attempt",
+    "failed",
+    "received",
+    "review",
+    "tool",
+    "ran",
+    "finish",
+    "close",
+)
+"""The plug-in points, in the order a turn reaches them."""
+
+
 class RunCapability:
     """A capability's state for one run; every plug-in point is a no-op by default."""
+
+    points: ClassVar[frozenset[str]] = frozenset()
+    """The plug-in points this class implements (not the no-ops), read once when the class
+    is defined: a run's `Chain` calls each capability only where it does something."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.points = frozenset(
+            name for name in _POINTS if getattr(cls, name) is not getattr(RunCapability, name)
+        )
 
     async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
         """Return the request to send, or a `Stop` that ends the run before the call.
@@ -193,26 +218,29 @@ class Capability:
         return None
 
 
-def overrides(obj: RunCapability, name: str) -> bool:
-    """Tell whether ``obj`` implements the plug-in point ``name`` (not the no-op)."""
-    return getattr(type(obj), name) is not getattr(RunCapability, name)
-
-
 class Chain:
-    """The run capabilities of one run, called at each plug-in point in their order."""
+    """The run capabilities of one run, called at each plug-in point in their order.
+
+    Each point calls only the capabilities that implement it: a point nobody implements
+    costs nothing.
+    """
 
     def __init__(self, runs: list[RunCapability]) -> None:
         self.runs = runs
-        self._before = [r for r in runs if overrides(r, "before_call")]
-        self._sending = [r for r in runs if overrides(r, "sending")]
-        self._attempt = [r for r in runs if overrides(r, "attempt")]
-        self._failed = [r for r in runs if overrides(r, "failed")]
-        self._received = [r for r in runs if overrides(r, "received")]
-        self._review = [r for r in runs if overrides(r, "review")]
-        self._tool = [r for r in runs if overrides(r, "tool")]
-        self._ran = [r for r in runs if overrides(r, "ran")]
-        self._finish = [r for r in runs if overrides(r, "finish")]
-        self._close = [r for r in runs if overrides(r, "close")]
+
+        def at(name: str) -> list[RunCapability]:
+            return [run for run in runs if name in run.points]
+
+        self._before = at("before_call")
+        self._sending = at("sending")
+        self._attempt = at("attempt")
+        self._failed = at("failed")
+        self._received = at("received")
+        self._review = at("review")
+        self._tool = at("tool")
+        self._ran = at("ran")
+        self._finish = at("finish")
+        self._close = at("close")
 
     async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
         """Return the request to send, or the `Stop` a capability ended the run with."""
@@ -242,14 +270,18 @@ class Chain:
                 await stack.enter_async_context(capability.sending(run, request))
             yield
 
-    @contextlib.contextmanager
     def attempt(
         self, run: RunState, request: ModelRequest, stream: bool
-    ) -> Iterator[list[AttemptSpan]]:
+    ) -> contextlib.AbstractContextManager[list[AttemptSpan]]:
         """Wrap one attempt of a model call in every capability's `attempt`."""
         if not self._attempt:
-            yield []
-            return
+            return contextlib.nullcontext([])
+        return self._all_attempts(run, request, stream)
+
+    @contextlib.contextmanager
+    def _all_attempts(
+        self, run: RunState, request: ModelRequest, stream: bool
+    ) -> Iterator[list[AttemptSpan]]:
         with contextlib.ExitStack() as stack:
             yield [stack.enter_context(c.attempt(run, request, stream)) for c in self._attempt]
 

@@ -308,6 +308,9 @@ def call_usd(model: str, usage: Usage, service_tier: str | None = None) -> float
 
 def with_subagents(cost: Cost, children: Iterable[Cost]) -> Cost:
     """Return ``cost`` with the sub-agents' costs added to its total (their turns stay theirs)."""
+    children = list(children)
+    if not children:  # a run without sub-agents: its own cost, as it is
+        return cost
     usd = cost.usd
     estimated = cost.estimated
     storage, saving = cost.cache_storage, cost.cache_saving

@@ -21,6 +21,7 @@ from agent import _media
 from agent._capability import Capability, RunCapability
 
 if TYPE_CHECKING:
+    from agent._contents import Content
     from agent._decide import Step
     from agent._state import RunState
     from agent.hooks import ModelRequest
@@ -36,28 +37,48 @@ class InlineLimit(Capability):
 
 
 class _InlineLimitRun(RunCapability):
+    """Measures each Content of the transcript once: a turn measures only what is new."""
+
+    def __init__(self) -> None:
+        self.measured: list[tuple[Content, int]] = []
+        """The transcript's Contents as last seen, each with its inline bytes."""
+
     async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
-        if not await fit_inline_limit(run):
+        sizes = self.sizes(run.contents)
+        if sum(sizes) <= _media.INLINE_LIMIT:
             return request
+        await fit_inline_limit(run, sizes)
         return run.request()
 
+    def sizes(self, contents: list[Content]) -> list[int]:
+        """Return the inline bytes of each of ``contents``, measuring only Contents not seen.
 
-async def fit_inline_limit(run: RunState) -> bool:
-    """Move the largest inline files of ``run``'s transcript until it fits the limit.
+        A Content is not changed in place (an upload, compaction or a session load puts a
+        new one in its place), so the one at the same place as last time has the same size.
+        """
+        measured = self.measured
+        for index, content in enumerate(contents):
+            if index < len(measured) and measured[index][0] is content:
+                continue
+            del measured[index:]
+            measured.append((content, _media.inline_size(content)))
+        del measured[len(contents) :]
+        return [size for _, size in measured]
 
-    Returns:
-        Whether the transcript changed.
+
+async def fit_inline_limit(run: RunState, sizes: list[int]) -> None:
+    """Move the largest inline files of ``run``'s user Contents until the transcript fits.
+
+    Args:
+        run: The run whose transcript is over the limit.
+        sizes: The inline bytes of each Content of the transcript.
     """
     contents = run.contents
-    sizes = [_media.inline_size(c) if c.role == "user" else 0 for c in contents]
-    model_bytes = sum(_media.inline_size(c) for c in contents if c.role != "user")
-    excess = sum(sizes) + model_bytes - _media.INLINE_LIMIT
-    if excess <= 0:
-        return False
-    for index in sorted(range(len(contents)), key=lambda i: -sizes[i]):
-        if excess <= 0 or sizes[index] == 0:
+    excess = sum(sizes) - _media.INLINE_LIMIT
+    movable = [size if c.role == "user" else 0 for c, size in zip(contents, sizes, strict=True)]
+    for index in sorted(range(len(contents)), key=lambda i: -movable[i]):
+        if excess <= 0 or movable[index] == 0:
             break
-        room = max(0, sizes[index] - excess)
+        room = max(0, movable[index] - excess)
         contents[index] = await run.model.upload_over_limit(contents[index], room=room, notes=True)
-        excess -= sizes[index] - _media.inline_size(contents[index])
-    return True
+        excess -= movable[index] - _media.inline_size(contents[index])

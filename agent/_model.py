@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -281,7 +280,7 @@ class GeminiModel:
             # Raised outside the handler, so the SDK error (whose text may hold the key) is
             # neither its cause nor its context.
             raise CallFailed(failure._replace(model=request.model))
-        response = _stamped(_parsed(raw, request.model), request)
+        response = _parsed(raw, request)
         if not stream:
             for thought in response.thoughts:
                 yield ThoughtEvent(thought, request.turn)
@@ -322,23 +321,19 @@ def _base_url(client: genai.Client) -> str | None:
     return base if isinstance(base, str) else None
 
 
-def _stamped(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """Record the model the request went to, and the tier it asked for if the server named none."""
-    tier = response.service_tier
-    if tier is None:
-        tier = requested_tier(request.config)
-    return dataclasses.replace(response, model=request.model, service_tier=tier)
+def _parsed(raw: Any, request: ModelRequest) -> ModelResponse:
+    """Read the response to ``request``; one the SDK cannot read is a failed call, not a crash.
 
-
-def _parsed(raw: Any, model: str) -> ModelResponse:
-    """Read a response; one the SDK cannot read is a failed call, not a crash."""
+    The response records the model the request went to, and the tier it asked for when the
+    server named none.
+    """
     failure = None
     try:
         with _own_call():
-            return parse(raw)
+            return parse(raw, model=request.model, asked_tier=requested_tier(request.config))
     except ValueError as exc:
         failure = unreadable(exc)
-    raise CallFailed(failure._replace(model=model))
+    raise CallFailed(failure._replace(model=request.model))
 
 
 def _piece(text: str, thought: bool, turn: int) -> TextEvent | ThoughtEvent:

@@ -77,8 +77,19 @@ class ModelResponse:
     """The SDK's ``GenerateContentResponse`` (what an after-model hook receives)."""
 
 
-def parse(response: types.GenerateContentResponse) -> ModelResponse:
+def parse(
+    response: types.GenerateContentResponse,
+    *,
+    model: str | None = None,
+    asked_tier: str | None = None,
+) -> ModelResponse:
     """Extract what the loop needs from a (unary or assembled streamed) response.
+
+    Args:
+        response: The SDK's response.
+        model: The model the request was sent to, recorded on the result.
+        asked_tier: The tier the request asked for: the response's tier when the server
+            names none.
 
     Raises:
         ValueError: A function call's arguments nest deeper than `MAX_ARGS_DEPTH`.
@@ -112,7 +123,8 @@ def parse(response: types.GenerateContentResponse) -> ModelResponse:
         block_reason=_name(feedback.block_reason) if feedback is not None else None,
         usage=_usage(response.usage_metadata),
         model_version=response.model_version,
-        service_tier=served_tier(response),
+        model=model,
+        service_tier=served_tier(response) or asked_tier,
         raw=response,
     )
 

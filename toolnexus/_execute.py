@@ -185,19 +185,15 @@ async def _in_thread(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> obje
     return await in_worker(functools.partial(tool.handler, args, ctx))
 
 
-def _runs_inline(tool: Tool) -> bool:
-    """Whether a call runs on the loop from start to end: then no timer could ever fire."""
-    return tool.inline and not inspect.iscoroutinefunction(tool.handler)
-
-
-async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
-    if inspect.iscoroutinefunction(tool.handler):
-        value: object = await tool.handler(args, ctx)
+async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext, is_async: bool) -> object:
+    # An async tool, or a sync one that says it never blocks, runs here; any other sync tool
+    # on a worker thread.
+    if is_async or tool.inline:
+        value: object = tool.handler(args, ctx)
     else:
-        # A sync tool that says it never blocks runs here, any other on a worker thread.
-        value = tool.handler(args, ctx) if tool.inline else await _in_thread(tool, args, ctx)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await _in_thread(tool, args, ctx)
+    if inspect.isawaitable(value):
+        value = await value
     return value
 
 
@@ -216,12 +212,14 @@ def _time_limit(tool: Tool, ctx: ToolContext) -> float | None:
 
 async def _run_bounded(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> object:
     seconds = _time_limit(tool, ctx)
-    if seconds is None or _runs_inline(tool):
-        return await _invoke(tool, args, ctx)
+    is_async = inspect.iscoroutinefunction(tool.handler)
+    # A sync tool run inline holds the loop from start to end: no timer could ever fire.
+    if seconds is None or (tool.inline and not is_async):
+        return await _invoke(tool, args, ctx, is_async)
     scope = asyncio.timeout(seconds)
     try:
         async with scope:
-            return await _invoke(tool, args, ctx)
+            return await _invoke(tool, args, ctx, is_async)
     except TimeoutError:
         if scope.expired():
             raise _Expired(seconds) from None

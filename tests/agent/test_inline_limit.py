@@ -10,11 +10,13 @@ import base64
 from typing import Any
 
 import pytest
+from google.genai import types
 
 import agent._media as media
 import agent.testing._strict as strict
 import toolnexus as tn
 from agent import Agent, ClientSettings, MemoryStore, ModelError, RetryPolicy, RunLimits
+from agent._inline_limit import InlineLimit
 from agent._transcript import Transcript
 from agent.testing import FakeGemini, function_call
 from agent.testing._files import FILES_URI
@@ -106,6 +108,46 @@ async def test_files_that_add_up_past_the_limit_move_largest_first() -> None:
         if "inlineData" in p
     ]
     assert inline == [b"\x01" * 400, b"\x03" * 300]  # 700 bytes stay inline: under 1,000
+
+
+async def test_each_turn_counts_the_transcript_as_it_is_after_earlier_uploads() -> None:
+    # Turn 2 goes past the limit and its 700-byte file moves; the transcript is then
+    # measured as it became (the moved file counts nothing), so turn 3's 400 bytes fit
+    # beside turn 1's and nothing else moves.
+    calls = [
+        function_call("render", {"size": 400, "fill": 1}),
+        function_call("render", {"size": 700, "fill": 2}),
+        function_call("render", {"size": 400, "fill": 3}),
+    ]
+    fake = FakeGemini([calls[0], calls[1], calls[2], "Three plots."])
+    result = await agent_on(fake, "gemini-3-flash-preview").run("Plot three, one by one")
+    fake.assert_consumed()
+    assert result.text == "Three plots."
+    assert [f.data for f in fake.files.files.values()] == [b"\x02" * 700]
+    inline = [
+        _decode(p["inlineData"]["data"])
+        for c in fake.requests[-1].contents
+        for part in c["parts"]
+        for p in part.get("functionResponse", {}).get("parts", [])
+        if "inlineData" in p
+    ]
+    assert inline == [b"\x01" * 400, b"\x03" * 400]
+
+
+def test_the_transcript_is_measured_as_it_is_each_turn() -> None:
+    # What before_call sums: a Content put in another's place (an upload, compaction)
+    # is measured again, a new one is measured, and one dropped counts no more.
+    def content(size: int) -> Any:
+        return types.Content(
+            role="user", parts=[types.Part.from_bytes(data=b"x" * size, mime_type="image/png")]
+        )
+
+    run = InlineLimit().start(None)  # type: ignore[arg-type]
+    first, second = content(300), content(500)
+    assert run.sizes([first, second]) == [300, 500]
+    moved = content(0)
+    assert run.sizes([first, moved, content(200)]) == [300, 0, 200]
+    assert run.sizes([first]) == [300]
 
 
 async def test_a_file_that_cannot_be_uploaded_becomes_a_note_and_the_session_goes_on() -> None:
