@@ -27,7 +27,6 @@ from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
 from agent._hooked import HookCalls
 from agent._inline_limit import InlineLimit
-from agent._limits import Budget
 from agent._loop import Run
 from agent._media import read_prompt
 from agent._session import open_session
@@ -108,7 +107,7 @@ def capabilities_of(
         # another model request (a compaction summary included).
         stop,
         # Budgets: checked before each call (compaction's summary too) and after each turn.
-        Budget(),
+        _Budget(),
         # Compaction before the hooks, so a before-model hook sees the request as sent.
         _Compaction(compaction),
         # Inline files over Gemini's request limit move to the Files API: after compaction
@@ -179,6 +178,20 @@ class _Recording(Capability):
     def start(self, run: RunState) -> RunCapability | None:
         recording = sys.modules.get("agent.recording")
         return recording.Recorder().start(run) if recording is not None else None
+
+
+class _Budget(Capability):
+    """Stops a run at its usage limits and those of the runs it is nested in (`Budget`).
+
+    A run under no usage limits needs none of it, and does not load ``agent._limits``.
+    """
+
+    def start(self, run: RunState) -> RunCapability | None:
+        if next(run.limit_chain(), None) is None:
+            return None
+        from agent._limits import Budget
+
+        return Budget().start(run)
 
 
 class _InheritedRate(Capability):

@@ -85,6 +85,7 @@ _OPTIONAL = (
     "agent._caches",
     "agent._caching",
     "agent._compaction",
+    "agent._limits",
     "agent._output",
     "agent._routing",
     "agent._token_rate",
@@ -171,6 +172,12 @@ print("feature", loaded())
             "agent._token_rate",
         ),
         (
+            "from agent import UsageLimits\n"
+            "assert agent.run_sync('x', usage_limits=UsageLimits(requests=0)).limit == "
+            "'usage:requests'",
+            "agent._limits",
+        ),
+        (
             "from agent.recording import record\n"
             "with record() as rec: agent.run_sync('x')\n"
             "assert rec.runs",
@@ -183,6 +190,7 @@ print("feature", loaded())
         "tracing-api",
         "fallback",
         "token-rate",
+        "usage-limits",
         "recording",
     ],
 )
