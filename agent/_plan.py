@@ -29,6 +29,7 @@ from agent._hooked import HookCalls
 from agent._inline_limit import InlineLimit
 from agent._loop import Run
 from agent._media import read_prompt
+from agent._routing import SignatureRepair
 from agent._session import open_session
 from agent._state import RunState, current_run
 from agent._tiers import ServiceTiers
@@ -115,7 +116,8 @@ def capabilities_of(
         InlineLimit(),
         # Model fallback: after the tiers (a shed flex call tries the standard tier of the
         # same model first); it learns who signed each response before a hook replaces it.
-        routing,
+        # An agent of one model only sends a history another model signed again without.
+        routing if routing is not None else SignatureRepair(),
         # Per-turn policy: forces the last turn's answer, resets tool_choice "any"; before
         # the hooks, so prepare_turn and before_model see (and may change) the request.
         turns,

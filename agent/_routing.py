@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from agent.events import TextEvent, ThoughtEvent
     from agent.hooks import ModelRequest
 
-__all__ = ["FALLBACK_CODES", "ModelChain", "Routing"]
+__all__ = ["FALLBACK_CODES", "ModelChain", "Routing", "SignatureRepair"]
 
 logger = logging.getLogger("agent")
 
@@ -197,19 +197,65 @@ class Routing(Capability):
         return _RoutingRun(self.chain, self.cooldown)
 
 
-class _RoutingRun(RunCapability):
-    def __init__(self, chain: ModelChain, cooldown: float) -> None:
-        self.chain = chain
-        self.cooldown = cooldown
-        self.tried: dict[int, set[str]] = {}
-        """Turn -> the models that failed it for good."""
+class SignatureRepair(Capability):
+    """For an agent of one model: a history signed by another model is sent again without.
+
+    A stored session continued on another model (``chat --session`` with another
+    ``--model``, a run forked to another model on the web page) carries thought signatures
+    the new model refuses with ``400 "Corrupted thought signature."``. The turn is then sent
+    once more without them (the placeholder where Gemini requires a signature). An agent of
+    several models gets the same from `Routing`, which also knows which signatures it issued.
+    """
+
+    def start(self, run: RunState) -> RunCapability:
+        """Return the run's state: the turns already sent again."""
+        return _OneModelRun(None)
+
+
+class _RepairRun(RunCapability):
+    def __init__(self, ledger: SignatureLedger | None) -> None:
+        self.ledger = ledger
+        """Who issued which signature, as far as this agent knows (``None``: no refusal yet
+        and one model, so nothing to know)."""
         self.repaired: set[int] = set()
         """The turns whose history was sent again without foreign signatures."""
 
     def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
+        if not is_signature_refusal(info.code, info.message) or request.turn in self.repaired:
+            return None
+        self.repaired.add(request.turn)
+        model = info.model or request.model
+        if self.ledger is None:
+            self.ledger = SignatureLedger()
+        ledger = self.ledger
+        ledger.disown(request.contents, model)
+        contents = ledger.for_model(request.contents, model, repair=True)
+        logger.info("%s refused the history's thought signatures; sending it without them", model)
+        return dataclasses.replace(request, model=model, contents=contents)
+
+
+class _OneModelRun(_RepairRun):
+    async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest:
+        # Once the model refused the history, its later turns go without what it refused
+        # (the transcript itself stays as recorded). Until then the history goes unchanged.
+        if self.ledger is None:
+            return request
+        contents = self.ledger.for_model(request.contents, request.model)
+        return dataclasses.replace(request, contents=contents)
+
+
+class _RoutingRun(_RepairRun):
+    def __init__(self, chain: ModelChain, cooldown: float) -> None:
+        super().__init__(chain.ledger)
+        self.chain = chain
+        self.cooldown = cooldown
+        self.tried: dict[int, set[str]] = {}
+        """Turn -> the models that failed it for good."""
+
+    def failed(self, run: RunState, request: ModelRequest, info: ErrorInfo) -> ModelRequest | None:
         model = info.model or request.model
         if is_signature_refusal(info.code, info.message):
-            return self._repaired(request, model)
+            return super().failed(run, request, info)
         if info.code not in FALLBACK_CODES and info.status != "TIMEOUT":
             return None
         self.chain.cool(model, self.cooldown)
@@ -227,17 +273,6 @@ class _RoutingRun(RunCapability):
         )
         run.emit(FallbackEvent(model, fallback, info.code, info.status, request.turn))
         return dataclasses.replace(request, model=fallback)
-
-    def _repaired(self, request: ModelRequest, model: str) -> ModelRequest | None:
-        """Send the history once more without the signatures ``model`` did not issue."""
-        if request.turn in self.repaired:
-            return None
-        self.repaired.add(request.turn)
-        ledger = self.chain.ledger
-        ledger.disown(request.contents, model)
-        contents = ledger.for_model(request.contents, model, repair=True)
-        logger.info("%s refused the history's thought signatures; sending it without them", model)
-        return dataclasses.replace(request, model=model, contents=contents)
 
     async def received(
         self, run: RunState, request: ModelRequest, response: ModelResponse

@@ -197,6 +197,32 @@ async def test_a_history_signed_by_a_model_this_process_never_saw_is_sent_again_
     assert result.status == "completed" and result.turn_models == (PRO, PRO)
 
 
+async def test_an_agent_of_one_model_continuing_another_models_history_sends_it_once_without():
+    # A session flash signed, continued by an agent of pro alone (chat --session --model,
+    # a fork on the web page): pro refuses flash's signatures once; the turn goes again
+    # without them, and the later turns of the run do not pay that refusal again.
+    signer = FakeGemini([reply(function_call("echo", {"text": "x"}))], api_key=KEY)
+    earlier = await Agent(
+        FLASH,
+        echo_toolkit(),
+        limits=RunLimits(max_turns=1),
+        client=ClientSettings(api_key=KEY, http_client=signer.http_client()),
+    ).run("start")
+    fake = FakeGemini([function_call("echo", {"text": "y"}), "Done."], api_key=KEY)
+    agent = Agent(
+        PRO, echo_toolkit(), client=ClientSettings(api_key=KEY, http_client=fake.http_client())
+    )
+    result = await agent.run(history=earlier.contents)
+    fake.assert_consumed()
+    assert [r.status for r in fake.requests] == [400, 200, 200]
+    assert fake.requests[0].error == "Corrupted thought signature."
+    assert first_call_signature(fake.requests[1].contents[1]) == PLACEHOLDER
+    assert first_call_signature(fake.requests[2].contents[1]) == PLACEHOLDER
+    # The transcript keeps flash's signature as recorded; only the requests went without.
+    assert result.contents[1] == earlier.contents[1]
+    assert result.status == "completed" and result.turn_models == (PRO, PRO)
+
+
 def test_the_model_list_is_checked():
     for bad in ([], [PRO, PRO], [PRO, ""], [PRO, 3]):
         with pytest.raises(ConfigurationError):
