@@ -19,6 +19,7 @@ from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._options import ModelSettings, RunLimits, split_legacy
 from agent._plan import AgentCore, RunPlan, SystemPrompt, capabilities_of
+from agent._routing import ModelChain, Routing
 from agent._settings import generation_options
 from agent._subagent import DEFAULT_MAX_DEPTH, subagent_tool
 from agent._tiers import ServiceTiers, client_for_tier
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from agent._limits import UsageLimits
     from agent._output import OutputSpec, TypedOutput
     from agent._result import RunResult
-    from agent._routing import ModelChain, Routing
     from agent._store import Store
     from agent.steps import Steps
     from toolnexus import Tool
@@ -169,7 +169,7 @@ class Agent:
         for problem in problems:
             warnings.warn(f"left out {problem}", ToolDeclarationWarning, stacklevel=2)
         typed = _typed_output(output_type, settings, limits)
-        routing = _routing(self.models, capabilities, limits)
+        routing = Routing.of(self.models, capabilities, limits)
         features = capabilities_of(
             capabilities,
             approval=ApprovalPolicy.of(approval),
@@ -624,22 +624,6 @@ def _typed_output(
     from agent._output import TypedOutput
 
     return TypedOutput(output_type, settings.output_mode, limits.output_retries)
-
-
-def _routing(
-    models: Sequence[str], capabilities: Sequence[object], limits: RunLimits
-) -> Routing | None:
-    """Return the routing capability of an agent that may send turns to several models.
-
-    That is an agent with a fallback chain, or one whose ``prepare_turn`` hook may choose a
-    model per turn; ``None`` for any other (its one model needs neither, nor that module).
-    """
-    per_turn = any(getattr(c, "prepare_turn", None) is not None for c in capabilities)
-    if len(models) < 2 and not per_turn:
-        return None
-    from agent._routing import Routing
-
-    return Routing(models, limits.fallback_cooldown)
 
 
 def _generation(model: str, settings: ModelSettings, shape: RequestShape) -> dict[str, Any] | None:

@@ -39,6 +39,7 @@ from agent.events import FallbackEvent
 if TYPE_CHECKING:
     from agent._contents import Content
     from agent._model import GeminiModel
+    from agent._options import RunLimits
     from agent._response import ModelResponse
     from agent._retry import ErrorInfo
     from agent._state import RunState
@@ -185,6 +186,20 @@ class Routing(Capability):
         self.cooldown = cooldown
         self.chain: ModelChain | None = None
         """The agent's model seam, once `bind` built it."""
+
+    @classmethod
+    def of(
+        cls, models: Sequence[str], capabilities: Sequence[object], limits: RunLimits
+    ) -> Routing | None:
+        """Return the capability of an agent that may send turns to several models.
+
+        That is an agent with a fallback chain, or one whose ``prepare_turn`` hook may
+        choose a model per turn; ``None`` for any other (its one model needs neither).
+        """
+        per_turn = any(getattr(c, "prepare_turn", None) is not None for c in capabilities)
+        if len(models) < 2 and not per_turn:
+            return None
+        return cls(models, limits.fallback_cooldown)
 
     def bind(self, gemini: GeminiModel) -> ModelChain:
         """Return the agent's model seam: the chain over ``gemini``'s client and config."""

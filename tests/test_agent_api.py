@@ -87,7 +87,6 @@ _OPTIONAL = (
     "agent._compaction",
     "agent._limits",
     "agent._output",
-    "agent._routing",
     "agent._token_rate",
     "agent._tracing",
     "agent.batch",
@@ -162,11 +161,6 @@ print("feature", loaded())
         ("Agent(output_type=int, client=ClientSettings(api_key='k'))", "agent._output"),
         ("import opentelemetry.trace; agent.run_sync('x')", "agent._tracing"),
         (
-            "Agent(model=['gemini-2.5-flash', 'gemini-2.5-pro'], "
-            "client=ClientSettings(api_key='k'))",
-            "agent._routing",
-        ),
-        (
             "from agent.capabilities import TokenRate\n"
             "Agent(capabilities=[TokenRate(10**6)], client=ClientSettings(api_key='k'))",
             "agent._token_rate",
@@ -188,7 +182,6 @@ print("feature", loaded())
         "compaction",
         "typed-output",
         "tracing-api",
-        "fallback",
         "token-rate",
         "usage-limits",
         "recording",
