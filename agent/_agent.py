@@ -15,7 +15,6 @@ from agent._client import ClientSettings
 from agent._cost import price_table
 from agent._declarations import DeclarationProblem, declaration, split_valid, system_instruction
 from agent._known_models import warn_if_unknown
-from agent._limits import UsageLimits
 from agent._media import Prompt
 from agent._model import GeminiModel
 from agent._options import ModelSettings, RunLimits, split_legacy
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
 
     from agent._calls import WaitFor
     from agent._compaction import Compaction
+    from agent._limits import UsageLimits
     from agent._output import OutputSpec, TypedOutput
     from agent._result import RunResult
     from agent._store import Store

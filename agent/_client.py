@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 from google import genai
@@ -101,7 +101,8 @@ class LoopPools(httpx.AsyncBaseTransport):
     """
 
     def __init__(self) -> None:
-        self._tls = httpx.create_ssl_context()
+        self.tls = httpx.create_ssl_context()
+        """The TLS context every pool verifies servers with."""
         self._pools: dict[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = {}
         self._lock = threading.Lock()
 
@@ -113,7 +114,7 @@ class LoopPools(httpx.AsyncBaseTransport):
                 del self._pools[ended]
             pool = self._pools.get(loop)
             if pool is None:
-                pool = self._pools[loop] = httpx.AsyncHTTPTransport(verify=self._tls)
+                pool = self._pools[loop] = httpx.AsyncHTTPTransport(verify=self.tls)
         return pool
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -232,6 +233,7 @@ def _build(settings: ClientSettings, key: tuple[object, ...]) -> _Shared:
         timeout=None if settings.timeout is None else max(1, round(settings.timeout * 1000)),
         base_url=settings.base_url,
         api_version=settings.api_version,
+        **_shared_tls(settings, pools),
     )
     try:
         client = genai.Client(
@@ -251,6 +253,30 @@ def _build(settings: ClientSettings, key: tuple[object, ...]) -> _Shared:
             f"Invalid Gemini client settings: {scrub(str(exc), api_key)}"
         ) from None
     return _Shared(key, client, owned, pools)
+
+
+def _shared_tls(settings: ClientSettings, pools: LoopPools | None) -> dict[str, Any]:
+    """Return the SDK options that hand it our TLS context for the clients it builds itself.
+
+    Beside the async HTTP client it is given, the SDK builds a sync HTTP client and a
+    websocket TLS context, which the agent never uses, each loading the certificate bundle
+    again (tens of milliseconds each). They verify servers with the context of our pools
+    instead. Vertex AI keeps the SDK's own: it may load a client certificate into them (mTLS).
+    """
+    if pools is None or _maybe_vertex(settings):
+        return {}
+    return {
+        "client_args": {"verify": pools.tls},
+        "async_client_args": {"verify": pools.tls, "ssl": pools.tls},
+    }
+
+
+def _maybe_vertex(settings: ClientSettings) -> bool:
+    """Tell whether the SDK may talk to Vertex AI: asked for, or possibly so by the environment."""
+    if settings.vertexai is not None:
+        return settings.vertexai
+    switches = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE")
+    return any(os.environ.get(name, "").lower() in ("true", "1") for name in switches)
 
 
 def api_key_of(client: object) -> str | None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent._api_errors import translate, unreadable
-from agent._caches import Caches
 from agent._client import Clients, ClientSettings, api_key_of, build_client
 from agent._contents import Config, Content, make_config
 from agent._media import upload_over_limit
@@ -33,6 +33,8 @@ from agent.hooks import ModelRequest
 
 if TYPE_CHECKING:
     from google import genai
+
+    from agent._caches import Caches
 
 __all__ = ["GeminiModel", "Model"]
 
@@ -145,8 +147,16 @@ class GeminiModel:
         """The SDK client and the HTTP pieces the agent owns."""
         self.api_key = api_key_of(clients.genai)
         """The key the client sends; scrubbed from every error message and log line."""
-        self.caches = Caches(clients.genai, self.api_key, self.base_url)
-        """The account's context caches (``cachedContents``), for `ContextCache`."""
+
+    @functools.cached_property
+    def caches(self) -> Caches:
+        """The account's context caches (``cachedContents``), for `ContextCache`.
+
+        Made on first use, so an agent without a context cache never loads that module.
+        """
+        from agent._caches import Caches
+
+        return Caches(self.clients.genai, self.api_key, self.base_url)
 
     @classmethod
     def build(

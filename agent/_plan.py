@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -26,19 +27,16 @@ from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
 from agent._hooked import HookCalls
 from agent._inline_limit import InlineLimit
-from agent._limits import Budget
 from agent._loop import Run
 from agent._media import read_prompt
 from agent._routing import SignatureRepair
 from agent._session import open_session
 from agent._state import RunState, current_run
 from agent._tiers import ServiceTiers
-from agent._token_rate import TokenRate, inherited_rate
 from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
 from agent.hooks import Hooks
-from agent.recording import Recorder
 from agent.steps import Steps
 
 if TYPE_CHECKING:
@@ -92,19 +90,17 @@ def capabilities_of(
     Raises:
         ConfigurationError: Two capabilities of one kind, or something that is not one.
     """
-    from agent._caching import ContextCache
-
     chosen = _by_kind(given)
     hooks = chosen.pop(Hooks, None)
-    rate = chosen.pop(TokenRate, None)
-    cache = chosen.pop(ContextCache, None)
+    rate = _take(chosen, "agent._token_rate", "TokenRate")
+    cache = _take(chosen, "agent._caching", "ContextCache")
     own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
         # span covers the hooks and the approval of its call.
         Tracing(),
         # A recording (`agent.recording.record`) mirrors the spans: same extent, same tree.
-        Recorder(),
+        _Recording(),
         # Service tiers: the tier goes on the request before anything sees it; a shed flex
         # call is sent again at the fallback tier before the run would fail.
         tiers,
@@ -112,7 +108,7 @@ def capabilities_of(
         # another model request (a compaction summary included).
         stop,
         # Budgets: checked before each call (compaction's summary too) and after each turn.
-        Budget(),
+        _Budget(),
         # Compaction before the hooks, so a before-model hook sees the request as sent.
         _Compaction(compaction),
         # Inline files over Gemini's request limit move to the Files API: after compaction
@@ -133,7 +129,7 @@ def capabilities_of(
         # Token rate: the last to see the request before it goes out (compaction and hooks
         # have set its size); each attempt waits for room. Without one of its own, a
         # sub-agent's calls go through its ancestors' limits.
-        rate if isinstance(rate, TokenRate) else inherited_rate(),
+        rate if rate is not None else _InheritedRate(),
         # Built-in tools: report grounding and code runs of each (hook-replaced) response.
         builtin,
         # Typed output: accepts the final answer, or asks again; shapes its schema first.
@@ -142,7 +138,7 @@ def capabilities_of(
         Approval(approval),
         # Context cache last: the request as every other capability left it moves its
         # prefix (system instruction, tools, tool config) into a cache just before it goes.
-        cache if isinstance(cache, ContextCache) else None,
+        cache,
     ]
     return [capability for capability in listed if capability is not None]
 
@@ -161,6 +157,54 @@ def _by_kind(given: Sequence[Capability | Hooks]) -> dict[type, Capability | Hoo
             raise ConfigurationError(f"capabilities=: two {kind.__name__}, pass one")
         chosen[kind] = capability
     return chosen
+
+
+def _take(chosen: dict[type, Capability | Hooks], module: str, name: str) -> Capability | None:
+    """Take the given capability of the kind ``module.name`` out of ``chosen``, if there is one.
+
+    A module nobody imported has no instances: the kind is looked up among the loaded modules,
+    so an agent without the feature does not load it.
+    """
+    kind = getattr(sys.modules.get(module), name, None)
+    found = chosen.pop(kind, None) if kind is not None else None
+    return found if isinstance(found, Capability) else None
+
+
+class _Recording(Capability):
+    """Records each run made inside an `agent.recording.record` block.
+
+    Such a block is opened through ``agent.recording``; until that module is imported no run
+    can be recorded, and a run does not load it.
+    """
+
+    def start(self, run: RunState) -> RunCapability | None:
+        recording = sys.modules.get("agent.recording")
+        return recording.Recorder().start(run) if recording is not None else None
+
+
+class _Budget(Capability):
+    """Stops a run at its usage limits and those of the runs it is nested in (`Budget`).
+
+    A run under no usage limits needs none of it, and does not load ``agent._limits``.
+    """
+
+    def start(self, run: RunState) -> RunCapability | None:
+        if next(run.limit_chain(), None) is None:
+            return None
+        from agent._limits import Budget
+
+        return Budget().start(run)
+
+
+class _InheritedRate(Capability):
+    """Puts a sub-agent's calls under its ancestors' `TokenRate` (a top-level run has none)."""
+
+    def start(self, run: RunState) -> RunCapability | None:
+        if run.parent is None:
+            return None
+        from agent._token_rate import inherited_rate
+
+        return inherited_rate().start(run)
 
 
 class _Compaction(Capability):

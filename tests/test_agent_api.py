@@ -81,11 +81,19 @@ def test_import_agent_does_not_load_the_sdk():
 
 
 _OPTIONAL = (
+    "agent._batch",
+    "agent._caches",
+    "agent._caching",
     "agent._compaction",
+    "agent._limits",
     "agent._output",
+    "agent._token_rate",
     "agent._tracing",
+    "agent.batch",
     "agent.cli",
     "agent.dbos",
+    "agent.mcp_server",
+    "agent.recording",
     "agent.testing",
     "agent.web",
     "dbos",
@@ -95,6 +103,21 @@ _OPTIONAL = (
     "toolnexus._skills",
 )
 """Subsystems a plain run never needs: each loads with the feature that uses it."""
+
+
+def test_import_agent_loads_no_optional_subsystem():
+    code = (
+        "import sys, agent\n"
+        "agent.Agent\n"
+        f"optional = {_OPTIONAL!r}\n"
+        "print(sorted(m for m in optional if any(k == m or k.startswith(m + '.') "
+        "for k in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
 
 _PLAIN_RUN = """
 import sys
@@ -137,8 +160,32 @@ print("feature", loaded())
         ("agent.run_sync('x', session='s')", "agent._compaction"),
         ("Agent(output_type=int, client=ClientSettings(api_key='k'))", "agent._output"),
         ("import opentelemetry.trace; agent.run_sync('x')", "agent._tracing"),
+        (
+            "from agent.capabilities import TokenRate\n"
+            "Agent(capabilities=[TokenRate(10**6)], client=ClientSettings(api_key='k'))",
+            "agent._token_rate",
+        ),
+        (
+            "from agent import UsageLimits\n"
+            "assert agent.run_sync('x', usage_limits=UsageLimits(requests=0)).limit == "
+            "'usage:requests'",
+            "agent._limits",
+        ),
+        (
+            "from agent.recording import record\n"
+            "with record() as rec: agent.run_sync('x')\n"
+            "assert rec.runs",
+            "agent.recording",
+        ),
     ],
-    ids=["compaction", "typed-output", "tracing-api"],
+    ids=[
+        "compaction",
+        "typed-output",
+        "tracing-api",
+        "token-rate",
+        "usage-limits",
+        "recording",
+    ],
 )
 def test_a_plain_run_loads_no_optional_subsystem_until_a_feature_needs_it(
     feature: str, loads: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,40 @@ def test_the_key_read_from_the_environment_is_part_of_the_configuration(
     monkeypatch.setenv("GEMINI_API_KEY", "env-key-two")
     two = build_client(ClientSettings())
     assert (api_key_of(one.genai), api_key_of(two.genai)) == ("env-key-one", "env-key-two")
+
+
+def count_certificate_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record each time a TLS context loads a certificate bundle (the costly part)."""
+    loads: list[object] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    return loads
+
+
+def test_a_client_the_agent_builds_loads_the_certificates_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loads = count_certificate_loads(monkeypatch)
+    clients = build_client(ClientSettings(api_key="k", base_url="http://127.0.0.1:9/one-tls"))
+    assert len(loads) == 1  # the SDK's own sync client and websocket context share ours
+    api = clients.genai._api_client
+    assert api._httpx_client._transport._pool._ssl_context is loads[0]
+    assert api._websocket_ssl_ctx["ssl"] is loads[0]
+
+
+def test_vertex_ai_keeps_the_sdks_own_tls_contexts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK may load a client certificate (mTLS) into the contexts it makes for Vertex AI.
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
+    loads = count_certificate_loads(monkeypatch)
+    build_client(ClientSettings(api_key="k", base_url="http://127.0.0.1:9/vertex-tls"))
+    assert len(loads) == 3
 
 
 LEAD_AND_HELPER = "---\nname: helper\ndescription: Helps.\ntools: []\n---\nYou help.\n"
