@@ -16,6 +16,7 @@ __all__ = [
     "add_agent_flags",
     "add_toolkit_flags",
     "duration",
+    "port",
     "read_system",
     "reason",
 ]
@@ -205,6 +206,17 @@ def duration(text: str) -> float:
             f"expected a duration such as 600, 90s, 10m or 1h, got {text!r}"
         )
     return seconds
+
+
+def port(text: str) -> int:
+    """Read a TCP port number (0 to 65535)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from agent.cli._approval import MODES, cli_policy
 from agent.cli._exits import EXIT_OK, CliError
 from agent.cli._logs import agent_log
-from agent.cli._options import add_toolkit_flags
+from agent.cli._options import add_toolkit_flags, port
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     group.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=8000,
         metavar="N",
         help="with --transport http: the port (default 8000; 0 picks a free one)",
@@ -121,16 +121,6 @@ def _one_model(text: str) -> str:
             "another (run, chat, batch and eval take a list)"
         )
     return text
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
-    return value
 
 
 def command(args: argparse.Namespace) -> int:

@@ -32,7 +32,14 @@ from agent.cli._approval import MODES, cli_policy
 from agent.cli._exits import EXIT_OK, CliError
 from agent.cli._logs import agent_log
 from agent.cli._model import AgentFactory, flag_settings, open_factory, with_subagents
-from agent.cli._options import add_agent_flags, add_toolkit_flags, read_system, reason, yaml_problem
+from agent.cli._options import (
+    add_agent_flags,
+    add_toolkit_flags,
+    port,
+    read_system,
+    reason,
+    yaml_problem,
+)
 from agent.cli._toolkit import build_toolkit, check_toolkit_flags
 
 if TYPE_CHECKING:
@@ -85,7 +92,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     page = parser.add_argument_group("page")
     page.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=8765,
         metavar="N",
         help="the port (default 8765; 0 picks a free one)",
@@ -120,16 +127,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "shows each call that asks, to approve, deny or edit",
     )
     parser.set_defaults(command=command)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {value}")
-    return value
 
 
 def command(args: argparse.Namespace) -> int:
