@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent._otel_support import spans, telemetry  # noqa: F401 (the span fixtures of the durable tests)
 from tests.dbos.postgres import Unavailable, temporary_server
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,11 +20,7 @@ from typing import Any
 import pydantic
 import pytest
 from dbos import DBOS
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.util._once import Once
 
 import toolnexus as tn
 from agent import (
@@ -116,20 +112,6 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     DBOS.launch()
     yield
     DBOS.destroy()
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    trace._TRACER_PROVIDER = None
-    trace.set_tracer_provider(provider)
-    yield exporter
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    trace._TRACER_PROVIDER = None
-    provider.shutdown()
 
 
 @pytest.fixture(autouse=True)
