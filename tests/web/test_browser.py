@@ -171,8 +171,10 @@ def test_a_demo_run_approved_traced_replayed_and_forked_in_the_browser(
         find(".tool[data-tool=skill].ok")
         find(".ask[data-kind=approval]:not(.decided)")
         assert "fork" in find("#conv-sub").text
-        titles = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#run-list li")]
-        assert len(titles) == 2
+        # The list is drawn again as the runs change: read it in one script, so no item goes
+        # stale between finding it and reading it.
+        titles = "return [...document.querySelectorAll('#run-list li')].map(li => li.textContent)"
+        wait.until(lambda _: len(browser.execute_script(titles)) == 2)
 
         # Evals: an eval file run offline, its pass rates and a failing sample's calls.
         evals = tmp_path / "evals.yaml"
