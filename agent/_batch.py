@@ -7,23 +7,14 @@ own: the retry policy, the capabilities (approval, usage limits, typed output, h
 tracing), the tools. So a task's transcript is the one the same run would have made calling
 Gemini directly.
 
-The collector sends one job when every live task is waiting for a model response (or has
-finished), or when a request has waited `BatchOptions.hold` seconds; then it polls the job
-and hands each response back by its key, ``TASK:N`` (the task's N-th model call). The tasks
-run their tools (at most `BatchOptions.tool_concurrency` tool calls at once) and come back
-with their next requests: the next job. ``max_enqueued_tokens`` keeps the estimated tokens
-of a model's jobs in flight under that bound: what does not fit waits for a later job.
+The engine has three parts: a task's side, its steps recorded and replayed (this module);
+which calls go into which job, and when (`agent._batch_collector`); a job's life from its
+creation to its results or its failure (`agent._batch_jobs`).
 
-Failures are model-call failures, so the retry policy decides: a per-request error of a
-succeeded job fails that request only (retried when ``generateContent`` would retry it); a
-job that ends failed, expired or cancelled fails each of its requests with a retryable
-error naming the state, so its tasks go into the next job (the `RetryEvent` records why).
-
-Restart safety: the `BatchState` file records each job before and after it is created, its
-results when it ends, and each task's settled model calls and tool results. A restarted
-engine replays a task's recorded steps (no tool runs twice, no model call is paid twice),
-polls a job it had created instead of creating it again, and finds a job whose creation was
-cut short by its display name.
+Restart safety: the `BatchState` file records each task's settled model calls and tool
+results (and the jobs, with their results). A restarted engine replays a task's recorded
+steps (no tool runs twice, no model call is paid twice) as long as its requests are the
+ones recorded, and its calls rejoin the jobs they were in.
 """
 
 from __future__ import annotations
@@ -33,24 +24,13 @@ import base64
 import contextlib
 import hashlib
 import json
-import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agent._batch_state import BatchState, StoredJob
-from agent._batch_wire import (
-    INLINE_LIMIT,
-    Entry,
-    JobStatus,
-    Result,
-    create_job,
-    entry,
-    find_job,
-    get_job,
-    job_results,
-    response_of,
-)
+from agent._batch_collector import Collector
+from agent._batch_jobs import BatchOptions, JobNote
+from agent._batch_state import BatchState
+from agent._batch_wire import Result, response_of
 from agent._model import GeminiModel
 from agent._response import requested_tier
 from agent._retry import CallFailed, ErrorInfo
@@ -60,8 +40,6 @@ from agent.steps import ModelFailure, Steps
 from toolnexus import Attachment, ToolResult
 
 if TYPE_CHECKING:
-    from google import genai
-
     from agent._capability import Capability
     from agent._contents import Content
     from agent._model import Model
@@ -72,380 +50,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchModel",
-    "BatchOptions",
-    "Collector",
     "Engine",
-    "JobNote",
     "TaskSteps",
     "check_capabilities",
     "check_model",
 ]
-
-logger = logging.getLogger("agent")
-
-_RESULT_READS = 5
-"""Reads of a succeeded job's results before its calls fail (and go into a new job)."""
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOptions:
-    """How the engine sends and follows its jobs."""
-
-    poll_interval: float = 30.0
-    """Seconds between two reads of a job's state."""
-    max_enqueued_tokens: int | None = None
-    """The most estimated tokens of one model's jobs in flight (``None``: no bound)."""
-    tool_concurrency: int = 8
-    """Tool calls running at the same time, over all tasks."""
-    hold: float | None = 300.0
-    """Seconds a request waits for the other tasks before its job goes anyway (``None``:
-    until every live task waits)."""
-    inline_limit: int = INLINE_LIMIT
-    """Bytes of requests a job carries inline; a larger job goes through an uploaded file."""
-
-    def __post_init__(self) -> None:
-        if self.poll_interval < 0:
-            raise ConfigurationError("poll_interval must be 0 or more seconds")
-        if self.max_enqueued_tokens is not None and self.max_enqueued_tokens < 1:
-            raise ConfigurationError("max_enqueued_tokens must be at least 1")
-        if self.tool_concurrency < 1:
-            raise ConfigurationError("tool_concurrency must be at least 1")
-        if self.hold is not None and self.hold < 0:
-            raise ConfigurationError("hold must be 0 or more seconds")
-
-
-@dataclass(frozen=True, slots=True)
-class JobNote:
-    """Something that happened to a job (the engine's progress)."""
-
-    kind: Literal["created", "resumed", "state", "ended"]
-    """``"created"``, ``"resumed"`` (a restarted engine follows a job it had created),
-    ``"state"`` (a new state was read) or ``"ended"``."""
-    job: str
-    """The job's name."""
-    state: str
-    """Its state (``JOB_STATE_...``)."""
-    requests: int
-    """How many requests it holds (of this engine's tasks)."""
-    model: str
-    """The model its requests go to."""
-    source: str | None = None
-    """``"inline"`` or ``"file"`` (for ``created``)."""
-
-
-@dataclass(eq=False)
-class _Waiter:
-    """One model call waiting for its response."""
-
-    key: str
-    client: genai.Client
-    model: str
-    entry: Entry
-    future: asyncio.Future[Result]
-
-    @property
-    def group(self) -> tuple[int, str]:
-        """Calls of one group go in one job: same client, same model."""
-        return id(self.client), self.model
-
-
-@dataclass(eq=False)
-class _Flight:
-    """A job in flight and the calls waiting on it."""
-
-    stored: StoredJob
-    client: genai.Client
-    waiters: list[_Waiter] = field(default_factory=list)
-    tokens: int = 0
-    runner: asyncio.Task[None] | None = None
-
-
-class Collector:
-    """Gathers the tasks' model calls into jobs, follows the jobs, hands back the results."""
-
-    def __init__(
-        self, options: BatchOptions, state: BatchState, note: Callable[[JobNote], None]
-    ) -> None:
-        self.options = options
-        self.state = state
-        self.note = note
-        self.live = 0
-        """Tasks that have started and not finished."""
-        self.pending: list[_Waiter] = []
-        """Calls waiting for the next job."""
-        self.waiting: set[_Waiter] = set()
-        """Calls without their answer: in the next job or in one in flight."""
-        self.flights: dict[str, _Flight] = {}
-        """Jobs in flight, by display name."""
-        self.tokens: dict[str, int] = {}
-        """Estimated tokens in flight, per model."""
-        self._timer: asyncio.TimerHandle | None = None
-        self._overdue = False
-
-    # -- a task's call ------------------------------------------------------------------
-
-    async def call(
-        self, model: GeminiModel, key: str, request: ModelRequest, fresh: bool
-    ) -> Result:
-        """Send ``request`` in a job (or take its recorded result); return the result.
-
-        Args:
-            model: The run's model (its client and name).
-            key: The call's key, ``TASK:N``.
-            request: The request.
-            fresh: Ignore what the state file recorded for this key (the task diverged).
-        """
-        recorded = None if fresh else self.state.results.get(key)
-        if recorded is not None and recorded.error is None:
-            return recorded  # its job ended before a restart, before the task read it
-        client = model.clients.genai
-        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        waiter = _Waiter(key, client, model.name, entry(client, key, request), future)
-        stored = None if fresh else self.state.unfinished_job_of(key)
-        self.waiting.add(waiter)
-        if stored is not None:
-            self._follow_stored(stored, waiter)
-        else:
-            self._queue(waiter)
-        try:
-            return await future
-        finally:  # cancelled while waiting: out of the next job
-            self.waiting.discard(waiter)
-            if waiter in self.pending:
-                self.pending.remove(waiter)
-                self.flush()
-
-    def started(self, count: int) -> None:
-        """Count ``count`` tasks as live (before any of them runs)."""
-        self.live += count
-
-    def finished(self) -> None:
-        """Count a task out: the others may now be all that a job waits for."""
-        self.live -= 1
-        self.flush()
-
-    def _queue(self, waiter: _Waiter) -> None:
-        self.pending.append(waiter)
-        if self._timer is None and self.options.hold is not None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.options.hold, self._hold_passed)
-        self.flush()
-
-    def _hold_passed(self) -> None:
-        self._timer = None
-        self._overdue = True
-        self.flush()
-
-    # -- sending jobs -------------------------------------------------------------------
-
-    def flush(self) -> None:
-        """Send the pending calls if every live task waits (or a call waited too long)."""
-        if self.pending and (len(self.waiting) >= self.live or self._overdue):
-            groups: dict[tuple[int, str], list[_Waiter]] = {}
-            for waiter in self.pending:
-                groups.setdefault(waiter.group, []).append(waiter)
-            for waiters in groups.values():
-                chosen = self._fitting(waiters)
-                if chosen:
-                    self._send(chosen)
-        if not self.pending:
-            self._overdue = False
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-    def _fitting(self, waiters: list[_Waiter]) -> list[_Waiter]:
-        """Return the calls that fit under the token bound now (in arrival order)."""
-        bound = self.options.max_enqueued_tokens
-        if bound is None:
-            return waiters
-        flying = self.tokens.get(waiters[0].model, 0)
-        chosen: list[_Waiter] = []
-        for waiter in waiters:
-            if flying + waiter.entry.tokens > bound:
-                break
-            flying += waiter.entry.tokens
-            chosen.append(waiter)
-        if not chosen and not self.tokens.get(waiters[0].model):
-            logger.warning(
-                "a batch request of about %d tokens is over max_enqueued_tokens (%d); "
-                "sending it in a job of its own",
-                waiters[0].entry.tokens,
-                bound,
-            )
-            chosen = waiters[:1]
-        return chosen
-
-    def _send(self, waiters: list[_Waiter]) -> None:
-        sent = set(waiters)
-        self.pending = [waiter for waiter in self.pending if waiter not in sent]
-        display = f"toolnexus-{self.state.run}-{len(self.state.jobs) + 1}"
-        stored = self.state.creating(display, waiters[0].model, [w.key for w in waiters])
-        flight = self.flights[display] = _Flight(stored, waiters[0].client)
-        for waiter in waiters:
-            self._board(flight, waiter)
-        flight.runner = asyncio.ensure_future(self._fly(flight, create=True))
-
-    def _follow_stored(self, stored: StoredJob, waiter: _Waiter) -> None:
-        """Attach a call to a job an earlier engine created; follow it if nobody does yet."""
-        flight = self.flights.get(stored.display)
-        if flight is None:
-            flight = self.flights[stored.display] = _Flight(stored, waiter.client)
-            flight.runner = asyncio.ensure_future(self._fly(flight, create=False))
-        self._board(flight, waiter)
-
-    def _board(self, flight: _Flight, waiter: _Waiter) -> None:
-        flight.waiters.append(waiter)
-        flight.tokens += waiter.entry.tokens
-        model = flight.stored.model
-        self.tokens[model] = self.tokens.get(model, 0) + waiter.entry.tokens
-
-    # -- following a job ----------------------------------------------------------------
-
-    async def _fly(self, flight: _Flight, *, create: bool) -> None:
-        """Create (or find) the job, follow it to its end, hand its results to the calls."""
-        try:
-            status = await (self._create(flight) if create else self._resume(flight))
-            if status is not None:
-                await self._settle(flight, await self._poll(flight, status))
-        except CallFailed as failed:
-            self._answer(flight.waiters, failed.info)
-        finally:
-            self.tokens[flight.stored.model] -= flight.tokens
-            del self.flights[flight.stored.display]
-            self.flush()
-
-    async def _create(self, flight: _Flight) -> JobStatus:
-        stored = flight.stored
-        entries = [w.entry for w in flight.waiters]
-        try:
-            status, source = await create_job(
-                flight.client,
-                stored.model,
-                entries,
-                stored.display,
-                inline_limit=self.options.inline_limit,
-                poll=self.options.poll_interval,
-            )
-        except CallFailed as failed:
-            if failed.info.code is not None:  # the API answered: no job was made
-                self.state.ended(stored, "NOT_CREATED", [])
-            # Else (a network failure) the job may exist: a retry of its calls finds it
-            # by its display name before it makes another.
-            raise
-        self.state.created(stored, status.name)
-        self._note("created", flight, status, source)
-        return status
-
-    async def _resume(self, flight: _Flight) -> JobStatus | None:
-        """Find the job an earlier engine created; ``None`` when it never was (calls re-queued)."""
-        stored = flight.stored
-        if stored.name is None:
-            name = await find_job(flight.client, stored.display)
-            if name is None:
-                self.state.ended(stored, "NOT_CREATED", [])
-                waiters, flight.waiters = flight.waiters, []
-                for waiter in waiters:
-                    self._queue(waiter)
-                return None
-            self.state.created(stored, name)
-        assert stored.name is not None
-        status = await self._get(flight, stored.name)
-        self._note("resumed", flight, status)
-        return status
-
-    async def _poll(self, flight: _Flight, status: JobStatus) -> JobStatus:
-        """Read the job's state every `poll_interval` seconds until it ends."""
-        while not status.ended:
-            await asyncio.sleep(self.options.poll_interval)
-            before = status.state
-            status = await self._get(flight, status.name)
-            if status.state != before:
-                self._note("state", flight, status)
-        return status
-
-    async def _get(self, flight: _Flight, name: str) -> JobStatus:
-        """Read a job: a network failure reads it again; a lost job re-queues its calls."""
-        while True:
-            try:
-                return await get_job(flight.client, name)
-            except CallFailed as failed:
-                if failed.info.code == 404:
-                    self.state.ended(flight.stored, "JOB_LOST", [])
-                    raise CallFailed(_requeued(name, "JOB_LOST", "is gone (404)")) from None
-                if not failed.info.retryable:
-                    raise
-                logger.info("reading batch job %s failed (%s); again", name, failed.info.message)
-            await asyncio.sleep(max(self.options.poll_interval, 1.0))
-
-    async def _settle(self, flight: _Flight, status: JobStatus) -> None:
-        """Record how the job ended and hand each call its result (or its failure)."""
-        results = await self._results(flight, status) if status.succeeded else []
-        self.state.ended(flight.stored, status.state, results)
-        self._note("ended", flight, status)
-        if not status.succeeded:
-            state = status.state.removeprefix("JOB_STATE_")
-            self._answer(flight.waiters, _requeued(status.name, status.state, f"ended {state}"))
-            return
-        found = {result.key: result for result in results}
-        for waiter in flight.waiters:
-            # A request the job did not answer fails like a lost call, and is retried.
-            self._answer([waiter], found.get(waiter.key) or Result(waiter.key))
-
-    async def _results(self, flight: _Flight, status: JobStatus) -> list[Result]:
-        """Read a succeeded job's results; a network failure reads them again (a few times)."""
-        for _ in range(_RESULT_READS - 1):
-            try:
-                return await job_results(flight.client, status)
-            except CallFailed as failed:
-                if not failed.info.retryable:
-                    raise
-                logger.info("reading the results of %s failed; again", status.name)
-            await asyncio.sleep(max(self.options.poll_interval, 1.0))
-        return await job_results(flight.client, status)
-
-    def _answer(self, waiters: Sequence[_Waiter], outcome: Result | ErrorInfo) -> None:
-        """Hand the calls their result or failure: they wait no longer."""
-        for waiter in waiters:
-            self.waiting.discard(waiter)
-            if waiter.future.done():
-                continue
-            if isinstance(outcome, ErrorInfo):
-                waiter.future.set_exception(CallFailed(outcome))
-            else:
-                waiter.future.set_result(outcome)
-
-    def _note(
-        self,
-        kind: Literal["created", "resumed", "state", "ended"],
-        flight: _Flight,
-        status: JobStatus,
-        source: str | None = None,
-    ) -> None:
-        requests = len(flight.waiters) or len(flight.stored.keys)
-        self.note(JobNote(kind, status.name, status.state, requests, flight.stored.model, source))
-
-    async def aclose(self) -> None:
-        """Stop following the jobs (they go on at Gemini; a restarted engine picks them up)."""
-        runners = [f.runner for f in self.flights.values() if f.runner is not None]
-        for runner in runners:
-            runner.cancel()
-        if runners:
-            await asyncio.wait(runners)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-
-def _requeued(name: str, status: str, what: str) -> ErrorInfo:
-    """Return the failure of calls their job did not answer: retried at once, next job."""
-    return ErrorInfo(
-        None,
-        status,
-        f"the batch job {name} {what}; its requests go into the next job",
-        retryable=True,
-        delay=0.0,
-    )
 
 
 # --------------------------------------------------------------------------- a task

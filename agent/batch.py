@@ -34,7 +34,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent._batch import BatchOptions, Engine, JobNote, check_capabilities, check_model
+from agent._batch import Engine, check_capabilities, check_model
+from agent._batch_jobs import BatchOptions, JobNote
 from agent._batch_state import BatchState
 from agent._batch_wire import INLINE_LIMIT
 from agent.errors import RunError

@@ -305,6 +305,31 @@ async def test_a_job_whose_creation_was_cut_short_is_found_by_its_display_name(
     assert {"job": "batches/fakebatch000002", "display": display}.items() <= recorded[2].items()
 
 
+async def test_a_job_whose_creation_never_happened_sends_its_calls_in_a_new_job(
+    tmp_path: Path,
+) -> None:
+    fake = instant(FakeGemini(two_tool_turns))
+    # A crash before the create call reached the API: no job has the display name.
+    state = tmp_path / "state.jsonl"
+    lines = [
+        {"version": 1, "run": "abc"},
+        {"creating": "toolnexus-abc-1", "model": "gemini-2.5-flash", "keys": ["a:1"]},
+    ]
+    state.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    results = await GeminiBatch(state=state, poll_interval=0).run(
+        make_agent(fake, Tools()), {"a": "task a"}
+    )
+    assert results["a"].status == "completed" and results["a"].retries == ()
+    assert fake.batches.created == 3  # turns 1, 2 and 3, each in a job of its own
+    recorded = [json.loads(line) for line in state.read_text().splitlines()]
+    assert {"ended": "toolnexus-abc-1", "state": "NOT_CREATED"}.items() <= recorded[2].items()
+    assert recorded[3] == {
+        "creating": "toolnexus-abc-2",
+        "model": "gemini-2.5-flash",
+        "keys": ["a:1"],
+    }
+
+
 async def test_a_job_that_is_gone_requeues_its_requests(tmp_path: Path) -> None:
     fake = instant(FakeGemini(two_tool_turns))
     state = tmp_path / "state.jsonl"
