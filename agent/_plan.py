@@ -365,9 +365,14 @@ class RunPlan:
                 state.dumped = list(zip(state.contents, opened.contents, strict=True))
                 state.sent = opened.sent
             chain = Chain([r for c in core.capabilities if (r := c.start(state)) is not None])
-            state.result_fields = lambda fields: chain.finish(state, fields)
+            state.result_fields = chain.finish
             prompt = await read_prompt(self.prompt) if self.prompt is not None else None
-            yield Run(state, chain, prompt=prompt, answer=self.answer, save=opened.save)
+            try:
+                yield Run(state, chain, prompt=prompt, answer=self.answer, save=opened.save)
+            finally:
+                # The run is over: its state lets go of the loop (which holds the state), so
+                # both are freed as soon as nobody uses them, not later by the cycle collector.
+                state.call_model = None
 
     async def _model(self) -> GeminiModel | ModelChain:
         """Return the model of this run: the agent's, with the per-run system prompt if any."""

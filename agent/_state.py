@@ -179,8 +179,10 @@ class RunState:
         default=None, init=False
     )
     """Makes one extra model call (retries, steps, spans) and counts it; the loop sets it."""
-    result_fields: Callable[[dict[str, Any]], None] = field(default=lambda fields: None, init=False)
-    """Lets the capabilities add result fields; the plan sets it."""
+    result_fields: Callable[[RunState, dict[str, Any]], None] = field(
+        default=lambda run, fields: None, init=False
+    )
+    """Lets the capabilities add result fields to this state's result; the plan sets it."""
     dumped: list[tuple[Content, dict[str, Any]]] = field(default_factory=list, init=False)
     """The transcript's Contents with their JSON-ready dicts, each dumped once (see
     `transcript`); seeded with a session's saved dicts."""
@@ -326,7 +328,7 @@ class RunState:
     ) -> RunResult:
         """Snapshot the run as a `RunResult` (capabilities add their fields)."""
         fields: dict[str, Any] = {"output": output}
-        self.result_fields(fields)
+        self.result_fields(self, fields)
         return RunResult(
             status=status,
             text=text,

@@ -155,3 +155,23 @@ async def test_thought_only_answer_counts_as_empty(http, mock):
     Script(mock, [thought_only, reply(text("answer"))])
     result = await make_agent(http).run("go")
     assert result.text == "answer"
+
+
+async def test_a_finished_run_is_freed_without_the_cycle_collector(http, mock):
+    # Nothing in a run's state points back at the loop or the chain once it is over, so the
+    # state goes when its last user lets go (a cycle would keep it until the collector runs).
+    import gc
+
+    from agent._state import RunState
+
+    Script(mock, [reply(call("echo", {"text": "a"})), reply(text("done"))])
+    agent = make_agent(http, echo_toolkit())
+    gc.collect()
+    gc.disable()
+    try:
+        result = await agent.run("go")
+        alive = [o for o in gc.get_objects() if isinstance(o, RunState)]
+    finally:
+        gc.enable()
+    assert result.text == "done"
+    assert alive == []
