@@ -202,6 +202,8 @@ class ContextCache(Capability):
     sub-agents): runs of agents with the same prefix then use one cache.
     """
 
+    place = "cache"
+
     def __init__(
         self,
         ttl: float = 600.0,

@@ -33,7 +33,7 @@ import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     from agent._decide import Step, Stop
@@ -209,6 +209,11 @@ class RunCapability:
 
 class Capability:
     """A feature of an agent: shapes the request once, and plugs into each run."""
+
+    place: ClassVar[Literal["rate", "cache"] | None] = None
+    """The place of its own this kind takes in `agent._plan.capabilities_of`'s order
+    (``"rate"``: a token rate, ``"cache"``: a context cache); ``None`` for a kind that
+    applies with the user's own, in the order given."""
 
     def shape(self, shape: RequestShape) -> None:
         """Add to or change the agent's request (called once, when the agent is built)."""

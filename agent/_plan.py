@@ -16,7 +16,14 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,13 +95,14 @@ def capabilities_of(
         stop: Ends the run at a stop tool's result (`RunLimits.stop_at_tools`).
 
     Raises:
-        ConfigurationError: Two capabilities of one kind, or something that is not one.
+        ConfigurationError: Two capabilities of one kind or for one place, or something
+            that is not a capability.
     """
     chosen = _by_kind(given)
     hooks = chosen.pop(Hooks, None)
-    rate = _take(chosen, "agent._token_rate", "TokenRate")
-    cache = _take(chosen, "agent._caching", "ContextCache")
-    own = [capability for capability in chosen.values() if isinstance(capability, Capability)]
+    placed = _by_place(chosen.values())
+    rate, cache = placed.get("rate"), placed.get("cache")
+    own = [c for c in chosen.values() if isinstance(c, Capability) and c.place is None]
     listed: list[Capability | None] = [
         # Spans first: the run span is open before anything else starts, and each tool
         # span covers the hooks and the approval of its call.
@@ -159,15 +167,23 @@ def _by_kind(given: Sequence[Capability | Hooks]) -> dict[type, Capability | Hoo
     return chosen
 
 
-def _take(chosen: dict[type, Capability | Hooks], module: str, name: str) -> Capability | None:
-    """Take the given capability of the kind ``module.name`` out of ``chosen``, if there is one.
+def _by_place(given: Iterable[Capability | Hooks]) -> dict[str, Capability]:
+    """Return the capabilities that take a place of their own (`Capability.place`) by place.
 
-    A module nobody imported has no instances: the kind is looked up among the loaded modules,
-    so an agent without the feature does not load it.
+    Raises:
+        ConfigurationError: Two capabilities for one place (a kind and its subclass).
     """
-    kind = getattr(sys.modules.get(module), name, None)
-    found = chosen.pop(kind, None) if kind is not None else None
-    return found if isinstance(found, Capability) else None
+    placed: dict[str, Capability] = {}
+    for capability in given:
+        if not isinstance(capability, Capability) or capability.place is None:
+            continue
+        other = placed.setdefault(capability.place, capability)
+        if other is not capability:
+            raise ConfigurationError(
+                f"capabilities=: {type(other).__name__} and {type(capability).__name__} do "
+                "the same job, pass one"
+            )
+    return placed
 
 
 class _Recording(Capability):

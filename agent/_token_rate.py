@@ -193,6 +193,8 @@ class TokenRate(Capability):
         ConfigurationError: No limit, a limit below 1, or a window that is not positive.
     """
 
+    place = "rate"
+
     def __init__(
         self,
         tokens: int | None = None,
