@@ -8,7 +8,6 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._approval import ApprovalPolicy, Rule
-from agent._builtin_tools import BuiltinTools, check_tool_mix
 from agent._capabilities import accepts_schema_with_tools
 from agent._capability import Capability, RequestShape
 from agent._client import ClientSettings
@@ -32,6 +31,7 @@ from toolnexus import Answer, ConfigError, Toolkit, skills_prompt
 if TYPE_CHECKING:
     from google import genai
 
+    from agent._builtin_tools import BuiltinTools
     from agent._calls import WaitFor
     from agent._compaction import Compaction
     from agent._limits import UsageLimits
@@ -174,7 +174,7 @@ class Agent:
             capabilities,
             approval=ApprovalPolicy.of(approval),
             output=typed,
-            builtin=BuiltinTools(builtin_tools),
+            builtin=_builtin(builtin_tools),
             compaction=compaction,
             tiers=ServiceTiers.of(settings),
             routing=routing,
@@ -188,8 +188,8 @@ class Agent:
         """The resolved typed result (``output_type``), or ``None``."""
         self.declarations: tuple[dict[str, Any], ...] = tuple(shape.declarations)
         """The function declarations sent with every request."""
+        _check_tool_mix(self.models, shape)
         for each in self.models:
-            check_tool_mix(each, shape.builtin, [d["name"] for d in self.declarations])
             warn_if_unknown(each, stacklevel=2)
         _check_output_models(self.models, self.output, bool(self.declarations))
         options = _generation(model, settings, shape)
@@ -638,6 +638,26 @@ def _generation(model: str, settings: ModelSettings, shape: RequestShape) -> dic
         tool_choice=settings.tool_choice,
         tool_names=[d["name"] for d in shape.declarations],
     )
+
+
+def _builtin(items: Sequence[str | Any]) -> BuiltinTools | None:
+    """Return Gemini's built-in tools as a capability, when the agent offers any."""
+    if not items:
+        return None
+    from agent._builtin_tools import BuiltinTools
+
+    return BuiltinTools(items)
+
+
+def _check_tool_mix(models: Sequence[str], shape: RequestShape) -> None:
+    """Refuse built-in tools beside function tools on a model that cannot take both."""
+    if not shape.builtin:
+        return
+    from agent._builtin_tools import check_tool_mix
+
+    functions = [declaration["name"] for declaration in shape.declarations]
+    for model in models:
+        check_tool_mix(model, shape.builtin, functions)
 
 
 def _check_limits(models: Sequence[str], limits: UsageLimits | None) -> UsageLimits | None:

@@ -82,6 +82,7 @@ def test_import_agent_does_not_load_the_sdk():
 
 _OPTIONAL = (
     "agent._batch",
+    "agent._builtin_tools",
     "agent._caches",
     "agent._caching",
     "agent._compaction",
@@ -159,6 +160,10 @@ print("feature", loaded())
     [
         ("agent.run_sync('x', session='s')", "agent._compaction"),
         ("Agent(output_type=int, client=ClientSettings(api_key='k'))", "agent._output"),
+        (
+            "Agent(builtin_tools=['google_search'], client=ClientSettings(api_key='k'))",
+            "agent._builtin_tools",
+        ),
         ("import opentelemetry.trace; agent.run_sync('x')", "agent._tracing"),
         (
             "from agent.capabilities import TokenRate\n"
@@ -181,6 +186,7 @@ print("feature", loaded())
     ids=[
         "compaction",
         "typed-output",
+        "builtin-tools",
         "tracing-api",
         "token-rate",
         "usage-limits",

@@ -169,6 +169,7 @@ async def test_code_execution_turn_is_kept_and_shown_by_the_cli_printer() -> Non
         e
         async for e in Agent(
             "gemini-2.5-flash",
+            builtin_tools=["code_execution"],
             client=ClientSettings(
                 api_key="k",
                 http_client=FakeGemini([reply(*code_execution("1", "1"), "ok")]).http_client(),
