@@ -1,8 +1,9 @@
 """Pure decision of what the loop does after a classified model response.
 
 `decide` reads the response, its `Classification`, the `Streaks` of earlier turns and the
-`TurnLimits`, and returns the next `Step` with the renewed streaks. It changes nothing: the
-loop applies the step (keeps the response, runs the calls, ends the run).
+run's `RunLimits` (its re-ask and repeat budgets), and returns the next `Step` with the
+renewed streaks. It changes nothing: the loop applies the step (keeps the response, runs
+the calls, ends the run).
 
 - A malformed or empty response is dropped and the model asked again (`AskAgain`) until its
   budget is spent; then the run stops ``"incomplete"``.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agent._classify import Classification, Kind
 
 if TYPE_CHECKING:
+    from agent._options import RunLimits
     from agent._response import Call, ModelResponse
     from agent._result import Limit, Status
     from toolnexus import ToolResult
@@ -37,7 +39,6 @@ __all__ = [
     "Step",
     "Stop",
     "Streaks",
-    "TurnLimits",
     "call_signature",
     "decide",
     "record_results",
@@ -47,18 +48,6 @@ CallSignature: TypeAlias = frozenset[tuple[str, str]]
 """A turn's calls: the set of (name, canonical arguments)."""
 ResultSignature: TypeAlias = frozenset[tuple[str, str, str, bool]]
 """A turn's calls with their results: the set of (name, canonical arguments, output, error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnLimits:
-    """The budgets `decide` enforces (set on `Agent`)."""
-
-    malformed_retries: int = 2
-    """Re-asks after a malformed or unexpected function call."""
-    empty_retries: int = 1
-    """Re-asks after an empty response."""
-    repeat_limit: int = 3
-    """Turns in a row with the very same calls (and results) before the run is stopped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +113,7 @@ Step: TypeAlias = AskAgain | RunCalls | Stop
 
 
 def decide(
-    response: ModelResponse, classified: Classification, streaks: Streaks, limits: TurnLimits
+    response: ModelResponse, classified: Classification, streaks: Streaks, limits: RunLimits
 ) -> tuple[Step, Streaks]:
     """Return the next step after ``response`` and the streaks to remember for the next turn.
 
@@ -132,7 +121,8 @@ def decide(
         response: The model response.
         classified: What `classify` made of it.
         streaks: What earlier turns of the run left.
-        limits: The budgets for re-asks and repeated calls.
+        limits: The run's limits; `decide` keeps to its budgets for re-asks
+            (``malformed_retries``, ``empty_retries``) and repeated calls (``repeat_limit``).
 
     Returns:
         The step to take and the renewed streaks.

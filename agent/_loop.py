@@ -32,7 +32,7 @@ from agent._calls import function_response, run_tool
 from agent._capability import Chain, Invocation, Vetoed
 from agent._classify import classify
 from agent._contents import function_responses, user_content
-from agent._decide import AskAgain, RunCalls, Stop, TurnLimits, decide, record_results
+from agent._decide import AskAgain, RunCalls, Stop, decide, record_results
 from agent._media import function_response_content, multimodal_function_responses
 from agent._response import ModelResponse
 from agent._result import ToolCallRecord
@@ -93,10 +93,6 @@ class Run:
         """A human's answer to the request the history waits on, if any."""
         self.save = save
         """Hands the transcript to the session store; ``None`` without a session."""
-        limits = state.limits
-        self.turn_limits = TurnLimits(
-            limits.malformed_retries, limits.empty_retries, limits.repeat_limit
-        )
         state.call_model = self.complete
 
     # -- the loop -----------------------------------------------------------------------------
@@ -148,7 +144,7 @@ class Run:
             yield await self.end(state.result("blocked", reason=received.reason))
             return
         yield state.count_turn(received)
-        step, state.streaks = decide(received, classify(received), state.streaks, self.turn_limits)
+        step, state.streaks = decide(received, classify(received), state.streaks, state.limits)
         step = await chain.review(state, received, step)
         if isinstance(step, AskAgain):
             await self._ask_again(received, step)

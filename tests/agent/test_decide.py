@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from agent import RunLimits
 from agent._classify import Classification, Kind, classify
 from agent._decide import (
     AskAgain,
     RunCalls,
     Stop,
     Streaks,
-    TurnLimits,
     call_signature,
     decide,
     record_results,
@@ -16,7 +16,7 @@ from agent._decide import (
 from agent._response import Call, ModelResponse
 from toolnexus import ToolResult
 
-LIMITS = TurnLimits(malformed_retries=2, empty_retries=1, repeat_limit=3)
+LIMITS = RunLimits(malformed_retries=2, empty_retries=1, repeat_limit=3)
 CALLS = [Call("read", {"path": "a"}, "1")]
 
 
