@@ -32,14 +32,12 @@ from agent._calls import maybe
 from agent._capability import Capability, Chain, RunCapability
 from agent._contents import check_prompt, to_contents
 from agent._declarations import system_instruction
-from agent._hooked import HookCalls
 from agent._inline_limit import InlineLimit
 from agent._loop import Run
 from agent._media import read_prompt
 from agent._routing import SignatureRepair
 from agent._session import open_session
 from agent._state import RunState, current_run
-from agent._tiers import ServiceTiers
 from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
@@ -58,6 +56,7 @@ if TYPE_CHECKING:
     from agent._result import RunResult
     from agent._routing import ModelChain
     from agent._store import Store
+    from agent._tiers import ServiceTiers
     from toolnexus import Answer, Toolkit
 
 __all__ = ["AgentCore", "RunPlan", "SystemPrompt", "capabilities_of"]
@@ -131,7 +130,7 @@ def capabilities_of(
         turns,
         # Hooks: the request and response as the user sees them; before-tool rewrites the
         # arguments before the approval rule sees them.
-        HookCalls(hooks) if isinstance(hooks, Hooks) else None,
+        _hook_calls(hooks),
         # Capabilities of the user's own kinds, in the order given.
         *own,
         # Token rate: the last to see the request before it goes out (compaction and hooks
@@ -184,6 +183,15 @@ def _by_place(given: Iterable[Capability | Hooks]) -> dict[str, Capability]:
                 "the same job, pass one"
             )
     return placed
+
+
+def _hook_calls(hooks: Capability | Hooks | None) -> Capability | None:
+    """Return the agent's `Hooks` as a capability; an agent without hooks does not load it."""
+    if not isinstance(hooks, Hooks):
+        return None
+    from agent._hooked import HookCalls
+
+    return HookCalls(hooks)
 
 
 class _Recording(Capability):

@@ -86,6 +86,7 @@ _OPTIONAL = (
     "agent._caches",
     "agent._caching",
     "agent._compaction",
+    "agent._hooked",
     "agent._limits",
     "agent._output",
     "agent._token_rate",
@@ -166,6 +167,11 @@ print("feature", loaded())
         ),
         ("import opentelemetry.trace; agent.run_sync('x')", "agent._tracing"),
         (
+            "from agent import Hooks\n"
+            "Agent(capabilities=[Hooks()], client=ClientSettings(api_key='k'))",
+            "agent._hooked",
+        ),
+        (
             "from agent.capabilities import TokenRate\n"
             "Agent(capabilities=[TokenRate(10**6)], client=ClientSettings(api_key='k'))",
             "agent._token_rate",
@@ -188,6 +194,7 @@ print("feature", loaded())
         "typed-output",
         "builtin-tools",
         "tracing-api",
+        "hooks",
         "token-rate",
         "usage-limits",
         "recording",
