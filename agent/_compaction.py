@@ -28,7 +28,10 @@ whole exchange. Replaced Contents go to the run's archive (a session appends the
 store's archive, see `agent._store.ArchivingStore`).
 
 Sizes are estimated at four characters of JSON per token, except inline files, which count
-as the tokens Gemini bills for them (`agent._media.media_tokens`), not as their base64.
+as the tokens Gemini bills for them (`agent._media.media_tokens`), not as their base64. A run
+measures each Content once (`TranscriptSize`): when the size of the last request is unknown
+(the first turn over a ``history=``, the turn after a compaction, a response without usage),
+the estimate measures only the Contents it has not seen.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ __all__ = [
     "SUMMARY_PROMPT",
     "Compaction",
     "Compactor",
+    "TranscriptSize",
     "compact",
     "estimate_tokens",
     "exchange_starts",
@@ -109,11 +113,59 @@ def estimate_tokens(contents: Sequence[dict[str, Any]]) -> int:
 
     Inline files count as `media_tokens` of their size instead of their base64 text.
     """
-    if not contents:
+    return _tokens([_measure(content) for content in contents])
+
+
+@dataclass(frozen=True, slots=True)
+class _Size:
+    """What one Content adds to `estimate_tokens`."""
+
+    chars: int
+    """Characters of its JSON, its inline files' base64 left out."""
+    blobs: tuple[int, ...]
+    """The base64 length of each of its inline files."""
+
+
+def _measure(content: dict[str, Any]) -> _Size:
+    blobs = tuple(len(data) for data in inline_data([content]))
+    return _Size(len(json.dumps(content, ensure_ascii=False)) - sum(blobs), blobs)
+
+
+def _tokens(sizes: Sequence[_Size]) -> int:
+    """Return `estimate_tokens` of Contents of these sizes.
+
+    Their JSON as one list is theirs plus ``[``, ``]`` and a ``, `` between two: two
+    characters each.
+    """
+    if not sizes:
         return 0
-    blobs = [len(data) for data in inline_data(contents)]
-    chars = len(json.dumps(list(contents), ensure_ascii=False)) - sum(blobs)
-    return chars // 4 + 1 + sum(media_tokens(size * 3 // 4) for size in blobs)
+    chars = sum(size.chars for size in sizes) + 2 * len(sizes)
+    media = sum(media_tokens(blob * 3 // 4) for size in sizes for blob in size.blobs)
+    return chars // 4 + 1 + media
+
+
+class TranscriptSize:
+    """A run's transcript size (`estimate_tokens`), each Content measured once.
+
+    A Content's dict is never changed in place (compaction and uploads put a new one where
+    it was, see `RunState.transcript`), so the dict at the same place as last time has the
+    same size: an estimate measures only the dicts it has not seen there.
+    """
+
+    def __init__(self) -> None:
+        self.measured: list[tuple[dict[str, Any], _Size]] = []
+        """The transcript's dicts as last seen, each with its size."""
+
+    def tokens(self, contents: list[dict[str, Any]]) -> int:
+        """Return `estimate_tokens` of ``contents``, measuring only the dicts not seen."""
+        measured = self.measured
+        del measured[len(contents) :]
+        for index, content in enumerate(contents):
+            if index == len(measured):
+                measured.append((content, _measure(content)))
+            elif measured[index][0] is not content:
+                measured[index] = (content, _measure(content))
+        return _tokens([size for _, size in measured])
 
 
 def _is_prompt(content: dict[str, Any]) -> bool:
@@ -203,16 +255,19 @@ class Compactor(Capability):
 class _CompactionRun(RunCapability):
     def __init__(self, policy: Compaction) -> None:
         self.policy = policy
+        self.size = TranscriptSize()
 
     async def before_call(self, run: RunState, request: ModelRequest) -> ModelRequest | Step:
-        compacted = await compact(run, self.policy)
+        compacted = await compact(run, self.policy, size=self.size)
         if compacted is None:
             return request
         run.emit(compacted)
         return run.request()
 
 
-async def compact(run: RunState, policy: Compaction, *, force: bool = False) -> Compacted | None:
+async def compact(
+    run: RunState, policy: Compaction, *, force: bool = False, size: TranscriptSize | None = None
+) -> Compacted | None:
     """Compact ``run``'s transcript when the next request would pass the trigger.
 
     Prunes large function results of older exchanges first, then replaces older exchanges
@@ -223,11 +278,14 @@ async def compact(run: RunState, policy: Compaction, *, force: bool = False) -> 
             ``run.archive``).
         policy: When and how.
         force: Compact whatever the size (``Agent.compact``).
+        size: The run's transcript size, kept from one call to the next (a new one measures
+            the whole transcript).
 
     Returns:
         What was done, or ``None`` when nothing was.
     """
-    before = _estimate(run)
+    size = size if size is not None else TranscriptSize()
+    before = _estimate(run, size)
     trigger = policy.trigger_tokens
     if trigger is None:
         trigger = int(policy.trigger_fraction * await run.model.input_limit(before))
@@ -238,16 +296,16 @@ async def compact(run: RunState, policy: Compaction, *, force: bool = False) -> 
     keep = policy.keep_recent_turns
     cut = starts[-keep] if len(starts) > keep else 0
     pruned = _prune(run, dicts, policy, cut)
-    after = estimate_tokens(run.transcript())
+    after = size.tokens(run.transcript())
     summarised = 0
     if (after > trigger or force) and cut > 0:
         summarised = await _replace_older(run, cut, len([s for s in starts if s < cut]))
-        after = estimate_tokens(run.transcript())
+        after = size.tokens(run.transcript())
     if after > trigger:
         # Still over: the kept exchanges' results too, but not the latest ones.
         kept = run.transcript()
         pruned += _prune(run, kept, policy, _last_results(kept))
-        after = estimate_tokens(run.transcript())
+        after = size.tokens(run.transcript())
     if not (pruned or summarised):
         return None
     run.sent = (0, 0)
@@ -293,11 +351,11 @@ async def _replace_older(run: RunState, cut: int, exchanges: int) -> int:
     return exchanges
 
 
-def _estimate(run: RunState) -> int:
+def _estimate(run: RunState, size: TranscriptSize) -> int:
     """Estimate the next request's tokens: the last prompt plus what was added since."""
     prompt, length = run.sent
     if prompt == 0 or length > len(run.contents):
-        return estimate_tokens(run.transcript())
+        return size.tokens(run.transcript())
     added = [to_dict(content) for content in run.contents[length:]]
     return prompt + estimate_tokens(added)
 

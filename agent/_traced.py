@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent._capability import AttemptSpan, Capability, Invocation, Proceed, RunCapability
 
@@ -31,11 +31,13 @@ class Tracing(Capability):
     def start(self, run: RunState) -> RunCapability | None:
         if not _provider_possible():
             return None
-        from agent._tracing import RunTrace, tracing_on
+        from agent._tracing import RunTrace, tracer
 
-        if not tracing_on():
+        on = tracer()
+        if on is None:
             return None
         trace = RunTrace(
+            on,
             run.model.name,
             session=run.session,
             vertex=run.model.vertex,
@@ -56,11 +58,11 @@ class _TracedRun(RunCapability):
             yield span
 
     async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
-        async def running() -> tuple[dict[str, Any], ToolResult]:
+        with self.trace.tool_call(invocation.call) as span:
             result = await proceed(invocation)
-            return invocation.args, result
-
-        _, result = await self.trace.tool_call(invocation.call, running())
+            # The arguments the tool ran with: a wrapper after this one (a hook) may have
+            # changed them.
+            self.trace.tool_done(span, invocation.args, result)
         return result
 
     def close(self, run: RunState, result: RunResult | None, error: BaseException | None) -> None:

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
 import os
 import time
-from collections.abc import Awaitable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent import _semconv
+from agent._response import ModelResponse
 from agent._retry import CallFailed
 from agent.errors import ModelError
 
@@ -43,15 +46,12 @@ except ImportError:  # the optional extra is not installed: every span is a no-o
     trace = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from agent._response import ModelResponse
     from agent._result import RunResult, Usage
     from agent.events import ToolCall
     from agent.hooks import ModelRequest
     from toolnexus import Toolkit, ToolResult
 
-__all__ = ["CONTENT_VARIABLE", "EVENT_NAME", "ModelSpan", "RunTrace", "tracing_on"]
-
-T = TypeVar("T")
+__all__ = ["CONTENT_VARIABLE", "EVENT_NAME", "ModelSpan", "RunTrace", "tracer"]
 
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The standard switch for recording message content on spans and events."""
@@ -77,12 +77,28 @@ def _capture() -> tuple[bool, bool]:
     return mode in _ON_SPANS, mode in _AS_EVENTS
 
 
-def tracing_on() -> bool:
-    """Whether an application installed a tracer provider (the API's defaults drop spans)."""
+def tracer() -> Any:
+    """Return the tracer of the installed tracer provider, or ``None`` without one.
+
+    The API's own providers (its default proxy, the no-op one) drop every span: with them
+    there is no tracer to use.
+    """
     if not _AVAILABLE:
-        return False
+        return None
     provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        return None
+    return _tracer_of(provider)
+
+
+@functools.lru_cache(maxsize=1)
+def _tracer_of(provider: Any) -> Any:
+    """Return ``provider``'s tracer for this package, made once per provider.
+
+    The SDK makes a new tracer on each ``get_tracer`` call (and resets the process's
+    warnings filters doing so), so every run of a process shares one.
+    """
+    return provider.get_tracer("agent")
 
 
 def _json(value: Any) -> str:
@@ -92,36 +108,30 @@ def _json(value: Any) -> str:
 class ModelSpan:
     """The span of one model call; `RunTrace.model_call` starts and ends it."""
 
-    def __init__(
-        self, span: Any, run: RunTrace | None = None, *, stream: bool = False, content: Any = None
-    ) -> None:
+    def __init__(self, span: Any, run: RunTrace, *, stream: bool, content: dict[str, Any]) -> None:
         self.span = span
         self.run = run
         self.stream = stream
         self.started = time.monotonic()
         self.first_chunk: float | None = None
-        self.content: dict[str, Any] = content or {}
+        self.content = content
         """The structured content of the call (for the event), when captured."""
         self.attributes: dict[str, Any] = {}
         """What the response added to the span (repeated on the event)."""
 
     def saw(self, item: object) -> None:
         """Note one item of the call's output; the `ModelResponse` ends the record."""
-        if self.span is None:
-            return
         if self.stream and self.first_chunk is None:
             # The first piece the stream delivered (a text or thought piece, or the
             # response itself when the stream carried neither).
             self.first_chunk = time.monotonic() - self.started
             self._set({"gen_ai.response.time_to_first_chunk": self.first_chunk})
-        from agent._response import ModelResponse
-
         if isinstance(item, ModelResponse):
             self.done(item)
 
     def done(self, response: ModelResponse) -> None:
         """Record the response's model, usage, finish reason (and content when captured)."""
-        if self.span is None or not self.span.is_recording():
+        if not self.span.is_recording():
             return
         reason = _semconv.finish_reason(
             response.finish_reason, calls=bool(response.calls), blocked=response.block_reason
@@ -136,7 +146,7 @@ class ModelSpan:
         if isinstance(response_id, str):
             attributes["gen_ai.response.id"] = response_id
         self._set(attributes)
-        if self.run is not None and (self.run.content_on_spans or self.run.logger is not None):
+        if self.run.content_on_spans or self.run.logger is not None:
             from agent._contents import to_dict
 
             content = to_dict(response.content) if response.content is not None else None
@@ -154,7 +164,7 @@ class ModelSpan:
 
     def end(self, base: Mapping[str, Any]) -> None:
         """Emit the inference event (when asked for), then end the span."""
-        if self.run is not None and self.run.logger is not None and self.span.is_recording():
+        if self.run.logger is not None and self.span.is_recording():
             self.run.emit({**base, **self.attributes, **self.content}, self.span)
         self.span.end()
 
@@ -163,93 +173,74 @@ class ModelSpan:
         self.span.set_attributes(attributes)
 
 
-_IDLE = ModelSpan(None)
-"""The span handed out when tracing is off (it records nothing)."""
-
-
 class RunTrace:
     """The spans of one run: ``invoke_agent`` and its model-call and tool-call children.
 
     Example::
 
-        trace = RunTrace("gemini-2.5-flash", session="alice", client=client, toolkit=tk)
+        trace = RunTrace(tracer(), "gemini-2.5-flash", session="alice", toolkit=tk)
         with trace:                      # ends the run span, recording a failure
             with trace.model_call(request, stream=True) as span:
                 for item in items:
                     span.saw(item)
+            with trace.tool_call(call) as tool_span:
+                result = await run_the_tool()
+                trace.tool_done(tool_span, args, result)
             trace.finish(result)
     """
 
     def __init__(
         self,
+        tracer: Any,
         model: str,
         *,
         session: str | None = None,
         vertex: bool = False,
-        record: bool = True,
         base_url: str | None = None,
         toolkit: Toolkit | None = None,
         agent_name: str | None = None,
         agent_description: str | None = None,
     ) -> None:
-        """Start the run's span (a no-op without a tracer provider, or with ``record=False``).
+        """Start the run's span.
 
         Args:
+            tracer: The tracer of the installed provider (`tracer`).
             model: The model name requested.
             session: The session id (``gen_ai.conversation.id``), if any.
             vertex: The model is reached through Vertex AI.
-            record: ``False`` records nothing whatever the provider.
             base_url: The endpoint the model calls (``server.address`` / ``server.port``).
             toolkit: The run's tools (their descriptions and sources).
             agent_name: ``gen_ai.agent.name``; by default the name of the sub-agent tool
                 whose call started this run, if one did.
             agent_description: ``gen_ai.agent.description``, likewise.
         """
-        self.model = model
-        self.session = session
-        self.toolkit = toolkit
-        self.tracer: Any = None
-        self.span: Any = None
-        self.context: Any = None
-        self.logger: Any = None
-        self.content_on_spans = False
-        self.base: dict[str, Any] = {}
-        self._described = False
-        if not record:
-            return
+        assert trace is not None
         invoked = _INVOKED.get()
         if invoked is not None:
             _INVOKED.set(None)  # a run started by one of this agent's tools is not this agent
             agent_name = agent_name or invoked[0]
             agent_description = agent_description or invoked[1]
-        if not tracing_on():
-            return
-        self._start(base_url, vertex, agent_name, agent_description)
-
-    def _start(
-        self, base_url: str | None, vertex: bool, name: str | None, description: str | None
-    ) -> None:
-        assert trace is not None
-        self.tracer = trace.get_tracer("agent")
+        self.tracer = tracer
+        self.session = session
+        self.toolkit = toolkit
         self.content_on_spans, events = _capture()
+        self.logger: Any = None
         if events:
             from opentelemetry import _logs
 
             self.logger = _logs.get_logger("agent")
-        self.base = {
-            "gen_ai.provider.name": "gcp.vertex_ai" if vertex else "gcp.gemini",
-            "gen_ai.request.model": self.model,
-            **_server(base_url),
-        }
+        self.base = _agent_attributes(model, vertex, base_url)
+        """The attributes every span of the run carries."""
+        self._described = False
         attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", **self.base}
-        if name:
-            attributes["gen_ai.agent.name"] = name
-        if description:
-            attributes["gen_ai.agent.description"] = description
-        if self.session is not None:
-            attributes["gen_ai.conversation.id"] = self.session
-        self.span = self.tracer.start_span(
-            f"invoke_agent {name}" if name else "invoke_agent",
+        if agent_name:
+            attributes["gen_ai.agent.name"] = agent_name
+        if agent_description:
+            attributes["gen_ai.agent.description"] = agent_description
+        if session is not None:
+            attributes["gen_ai.conversation.id"] = session
+        self.span = tracer.start_span(
+            f"invoke_agent {agent_name}" if agent_name else "invoke_agent",
             kind=trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
@@ -259,8 +250,6 @@ class RunTrace:
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if self.span is None:
-            return
         if isinstance(exc, Exception):
             _fail(self.span, exc)
             result = getattr(exc, "result", None)
@@ -277,7 +266,7 @@ class RunTrace:
     def finish(self, result: RunResult) -> None:
         """Record the run's outcome and total usage on the run span."""
         span = self.span
-        if span is None or not span.is_recording():
+        if not span.is_recording():
             return
         attributes = _usage(result.usage)
         if result.finish_reason:
@@ -300,9 +289,6 @@ class RunTrace:
             request: The request about to be sent.
             stream: It goes to ``streamGenerateContent``.
         """
-        if self.tracer is None:
-            yield _IDLE
-            return
         assert trace is not None
         attributes = self._request_attributes(request, stream)
         span = self.tracer.start_span(
@@ -320,12 +306,13 @@ class RunTrace:
         finally:
             model_span.end(attributes)
 
-    async def tool_call(
-        self, call: ToolCall, running: Awaitable[tuple[dict[str, Any], ToolResult]]
-    ) -> tuple[dict[str, Any], ToolResult]:
-        """Await one function call under its span (the current span while the tool runs)."""
-        if self.tracer is None:
-            return await running
+    @contextlib.contextmanager
+    def tool_call(self, call: ToolCall) -> Iterator[Any]:
+        """Span one function call: the current span while the block runs the tool.
+
+        The block hands the call's outcome to `tool_done`; an exception out of it marks
+        the span failed.
+        """
         assert trace is not None
         tool = self.toolkit.get(call.name) if self.toolkit is not None else None
         attributes: dict[str, Any] = {
@@ -354,16 +341,30 @@ class RunTrace:
                 span, end_on_exit=True, record_exception=False, set_status_on_exception=False
             ):
                 try:
-                    args, result = await running
+                    yield span
                 except Exception as exc:
                     _fail(span, exc)
                     raise
-                if span.is_recording():
-                    self._tool_outcome(span, args, result)
         finally:
             if invoked is not None:
                 _INVOKED.reset(invoked)
-        return args, result
+
+    def tool_done(self, span: Any, args: dict[str, Any], result: ToolResult) -> None:
+        """Record a finished call: its error, and its arguments and result when captured."""
+        assert trace is not None
+        if not span.is_recording():
+            return
+        if self.content_on_spans:
+            span.set_attribute("gen_ai.tool.call.arguments", _json(args))
+        if result.is_error:
+            span.set_attribute("error.type", _semconv.tool_error_type(result.output))
+            # The error text can quote the tool's data: it is content, shown only when
+            # content is captured.
+            description = result.output[:_DESCRIPTION_CHARS] if self.content_on_spans else None
+            span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+        elif self.content_on_spans:
+            value = _semconv.tool_result(result.output)
+            span.set_attribute("gen_ai.tool.call.result", _json(value))
 
     def emit(self, attributes: Mapping[str, Any], span: Any) -> None:
         """Emit one inference-details event, correlated with ``span``."""
@@ -394,10 +395,11 @@ class RunTrace:
             attributes["gen_ai.request.stream"] = True
         if self.session is not None:
             attributes["gen_ai.conversation.id"] = self.session
-        if not self._described and self.span is not None:
+        if not self._described:
             # The agent's settings are those of its requests; the first one tells.
             self._described = True
-            self.span.set_attributes(settings)
+            if settings:
+                self.span.set_attributes(settings)
         return attributes
 
     def _content(self, request: ModelRequest, span: Any) -> dict[str, Any]:
@@ -418,24 +420,9 @@ class RunTrace:
             content["gen_ai.system_instructions"] = system
         if self.content_on_spans:
             span.set_attributes({key: _json(value) for key, value in content.items()})
-            if system and self.span is not None and self.span.is_recording():
+            if system and self.span.is_recording():
                 self.span.set_attribute("gen_ai.system_instructions", _json(system))
         return content
-
-    def _tool_outcome(self, span: Any, args: dict[str, Any], result: ToolResult) -> None:
-        """Record a finished call: its error, and its arguments and result when captured."""
-        assert trace is not None
-        if self.content_on_spans:
-            span.set_attribute("gen_ai.tool.call.arguments", _json(args))
-        if result.is_error:
-            span.set_attribute("error.type", _semconv.tool_error_type(result.output))
-            # The error text can quote the tool's data: it is content, shown only when
-            # content is captured.
-            description = result.output[:_DESCRIPTION_CHARS] if self.content_on_spans else None
-            span.set_status(trace.Status(trace.StatusCode.ERROR, description))
-        elif self.content_on_spans:
-            value = _semconv.tool_result(result.output)
-            span.set_attribute("gen_ai.tool.call.result", _json(value))
 
 
 def _plain(value: Any) -> Any:
@@ -483,6 +470,18 @@ _REQUEST_FIELDS = (
     ("presence_penalty", "gen_ai.request.presence_penalty"),
     ("frequency_penalty", "gen_ai.request.frequency_penalty"),
 )
+
+
+@functools.lru_cache(maxsize=32)
+def _agent_attributes(model: str, vertex: bool, base_url: str | None) -> Mapping[str, Any]:
+    """Return the attributes of every span of an agent's runs (the same each run: made once)."""
+    return MappingProxyType(
+        {
+            "gen_ai.provider.name": "gcp.vertex_ai" if vertex else "gcp.gemini",
+            "gen_ai.request.model": model,
+            **_server(base_url),
+        }
+    )
 
 
 def _server(base: str | None) -> dict[str, Any]:

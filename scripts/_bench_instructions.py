@@ -8,6 +8,9 @@ difference of two processes run under callgrind, which cancels what both do:
 - ``pair`` / ``fanout`` per run: a worker doing N runs minus one doing M runs (after the
   same warm-up), divided by N - M; the floor (raw SDK) and ours (``agent.Agent``), each
   against the strict fake Gemini served on 127.0.0.1 by this process (not counted);
+- ``traced``: what a pair run's spans add, per run, to ours (``traced`` minus ``ours``) and
+  to the floor creating the same spans by hand (``floor-traced`` minus ``floor``), on an
+  OpenTelemetry SDK provider; ours beyond the SDK is the difference of the two;
 - ``first``: a new process's import + init + first pair run, ours minus the floor's;
 - ``import``: ``import agent; agent.Agent`` after ``import google.genai``, minus the SDK
   import alone;
@@ -36,7 +39,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-FIGURES = ("pair", "fanout", "first", "import", "agents")
+FIGURES = ("pair", "fanout", "traced", "first", "import", "agents")
 # Runs per measured process: (N, M, warm-up); the figure is (Ir(N) - Ir(M)) / (N - M).
 RUNS = {"pair": (12, 4, 3), "fanout": (6, 2, 2)}
 AGENT_FILES = 100
@@ -78,17 +81,18 @@ def callgrind(args: list[str], folder: Path) -> int:
 
 
 def _probe_runs(impl: str, scenario: str, url: str, decls: str, warmup: int, runs: int) -> None:
-    """Build the worker's floor or ours, then make ``warmup + runs`` runs."""
+    """Build the worker's floor or ours (traced or not), then make ``warmup + runs`` runs."""
     import asyncio
 
     sys.path.insert(0, str(HERE))
     import _bench_worker as worker
 
     raw = json.loads(Path(decls).read_text(encoding="utf-8"))
+    worker._tracing(impl)
 
     async def main() -> None:
-        if impl == "floor":
-            run, _, _ = await worker._floor(scenario, url, raw)
+        if impl in ("floor", "floor-traced"):
+            run, _, _ = await worker._floor(scenario, url, raw, impl == "floor-traced")
         else:
             run, _, _ = await worker._ours(scenario, url)
         for _ in range(warmup + runs):
@@ -121,15 +125,28 @@ def _probe_agents(folder: str, load: str) -> None:
 # -- the figures -----------------------------------------------------------------------------
 
 
-def _per_run(scenario: str, url: str, decls: Path, folder: Path) -> dict[str, Any]:
+def _runs_of(impl: str, scenario: str, url: str, decls: Path, folder: Path) -> float:
+    """Return the instructions of one run of ``impl`` (a worker implementation)."""
     many, few, warmup = RUNS[scenario]
-    me = str(Path(__file__))
-    out: dict[str, Any] = {}
-    for impl in ("floor", "ours"):
-        probe = [me, "probe-runs", impl, scenario, url, str(decls), str(warmup)]
-        counts = [callgrind([*probe, str(n)], folder) for n in (many, few)]
-        out[impl] = (counts[0] - counts[1]) / (many - few)
+    probe = [str(Path(__file__)), "probe-runs", impl, scenario, url, str(decls), str(warmup)]
+    counts = [callgrind([*probe, str(n)], folder) for n in (many, few)]
+    return (counts[0] - counts[1]) / (many - few)
+
+
+def _per_run(scenario: str, url: str, decls: Path, folder: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        impl: _runs_of(impl, scenario, url, decls, folder) for impl in ("floor", "ours")
+    }
     out["ratio"] = out["ours"] / out["floor"]
+    return out
+
+
+def _traced(url: str, decls: Path, folder: Path) -> dict[str, Any]:
+    impls = ("floor", "floor-traced", "ours", "traced")
+    out: dict[str, Any] = {impl: _runs_of(impl, "pair", url, decls, folder) for impl in impls}
+    out["ours_spans"] = out["traced"] - out["ours"]
+    out["sdk_spans"] = out["floor-traced"] - out["floor"]
+    out["own"] = out["ours_spans"] - out["sdk_spans"]
     return out
 
 
@@ -188,6 +205,9 @@ def measure(figures: list[str]) -> dict[str, Any]:
                 if figure in RUNS:
                     decls = bench.declarations(figure, server.base_url, folder)
                     results[figure] = _per_run(figure, server.base_url, decls, folder)
+                elif figure == "traced":
+                    decls = bench.declarations("pair", server.base_url, folder)
+                    results[figure] = _traced(server.base_url, decls, folder)
                 elif figure == "first":
                     decls = bench.declarations("pair", server.base_url, folder)
                     results[figure] = _first(server.base_url, decls, folder)
@@ -214,6 +234,12 @@ def table(results: dict[str, Any]) -> list[str]:
                 f"  {scenario:7} per run  floor {m(r['floor'])}, ours {m(r['ours'])}, "
                 f"ratio {r['ratio']:.3f}"
             )
+    if "traced" in results:
+        r = results["traced"]
+        lines.append(
+            f"  pair spans per run: ours {m(r['ours_spans'])}, the floor's by hand "
+            f"{m(r['sdk_spans'])} (ours beyond the OpenTelemetry SDK {r['own'] / 1e6:+.2f} M)"
+        )
     if "first" in results:
         r = results["first"]
         lines.append(
