@@ -460,10 +460,17 @@ async def maybe(value: Any) -> Any:
 class WorkerRuntime:
     """What the task workflow needs in a worker: the agents, built from the worker's flags.
 
+    The worker's own agent is made at once, before the worker takes tasks: it opens the
+    SDK client that the agents of all tasks share (one per client configuration in a
+    process), so the first task of each worker does not pay for opening it.
+
     Args:
         factory: Makes the agents (the worker's model and client flags).
         toolkit: The worker's tools.
         url: The batch database, where the batches' rate limits keep their entries.
+
+    Raises:
+        CliError: The worker's flags make no agent.
     """
 
     current: ClassVar[WorkerRuntime | None] = None
@@ -473,6 +480,8 @@ class WorkerRuntime:
         self.factory = factory
         self.toolkit = toolkit
         self.url = url
+        self.agent = factory.make(toolkit)
+        """The agent of the worker's flags, holding the SDK client the tasks' agents share."""
         self._agents: dict[tuple[Any, ...], Agent] = {}
         self._deps: dict[str, Any] = {}
         self._rates: dict[tuple[Any, ...], TokenRate] = {}
