@@ -345,9 +345,13 @@ def floor(db: str, tasks: int, workers: int, per_worker: int, latency: float) ->
                     worker_concurrency=per_worker,
                 )
                 items = [(f"floor:t{i}", {"id": f"t{i}"}) for i in range(tasks)]
+                engine = _dbos_batch.engine_for(db)
                 began = time.perf_counter()
-                _dbos_batch.enqueue(client, db, BARE_WORKFLOW, queue, items)
+                for start in range(0, tasks, _dbos_batch.ENQUEUE_CHUNK):
+                    chunk = items[start : start + _dbos_batch.ENQUEUE_CHUNK]
+                    _dbos_batch.enqueue(client, engine, BARE_WORKFLOW, queue, chunk)
                 enqueued = time.perf_counter() - began
+                engine.dispose()
             m.started()
             _wait_done(db, queue, BARE_WORKFLOW, tasks)
     figures = _figures(m.figures, tasks, workers, per_worker, latency)
