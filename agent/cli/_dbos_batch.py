@@ -10,9 +10,12 @@ worker. ``--tpm`` and ``--rpm`` put every model call of the batch under one `Tok
 whose entries are kept in the same database (`agent.dbos.DatabaseLedger`), so the limit
 holds whatever the number of workers.
 
-The submitting process needs DBOS and SQLAlchemy only (not the Gemini SDK): it enqueues
-the tasks in transactions of `ENQUEUE_CHUNK`, several at once on Postgres. Worker liveness
-(who died, whose tasks go back) is `agent.cli._dbos_liveness`.
+The submitting process needs DBOS only (not the Gemini SDK), and writes one row: a
+submission workflow on the batch's queue, carrying the tasks. The first worker to dequeue
+it enqueues the tasks, `ENQUEUE_CHUNK` per transaction and step, so a submit costs the same
+for ten tasks as for ten thousand, and nothing is lost or doubled if a process dies on the
+way (see `batch_submit`). Worker liveness (who died, whose tasks go back) is
+`agent.cli._dbos_liveness`.
 
 This module imports ``dbos``; the subcommands import it only when they run.
 """
@@ -20,7 +23,7 @@ This module imports ``dbos``; the subcommands import it only when they run.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
+import asyncio
 import contextlib
 import inspect
 import json
@@ -34,6 +37,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -58,8 +62,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APP_NAME",
+    "SUBMIT_WORKFLOW",
     "TASK_WORKFLOW",
     "WORKER_PREFIX",
+    "Submission",
     "WorkerRuntime",
     "client",
     "db_url",
@@ -69,6 +75,7 @@ __all__ = [
     "polling_interval",
     "redact",
     "register_queue",
+    "submissions",
     "submit",
     "task_of",
     "task_workflow_id",
@@ -77,12 +84,15 @@ __all__ = [
 APP_NAME = "toolnexus-agent"
 """The DBOS application every batch command and worker belongs to."""
 
-APP_VERSION = "toolnexus-batch-2"
-"""The application version tasks are enqueued with; every worker runs this one (version 2:
-the rate limits travel with each task, the model calls need no permit workflows)."""
+APP_VERSION = "toolnexus-batch-3"
+"""The application version tasks are enqueued with; every worker runs this one (version 3:
+a batch is submitted as one workflow that a worker fans out into its tasks)."""
 
 TASK_WORKFLOW = "toolnexus.batch_task"
 """The workflow that runs one task."""
+
+SUBMIT_WORKFLOW = "toolnexus.batch_submit"
+"""The workflow that enqueues a submitted batch's tasks (see `batch_submit`)."""
 
 DEFAULT_DB = _engine_flags.DEFAULT_DB
 
@@ -90,10 +100,7 @@ WORKER_PREFIX = "toolnexus-worker-"
 """The start of every worker's executor id (only such executors are recovered)."""
 
 ENQUEUE_CHUNK = 100
-"""Tasks enqueued per transaction."""
-
-ENQUEUE_THREADS = 8
-"""Transactions that enqueue at the same time (Postgres; SQLite takes one at a time)."""
+"""Tasks a worker enqueues per transaction (and per step) when it fans a submission out."""
 
 _BATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -257,44 +264,29 @@ def register_queue(
 
 def enqueue(
     dbos: DBOSClient,
-    url: str,
+    engine: sa.Engine,
     workflow: str,
     queue: str,
     items: Sequence[tuple[str, Any]],
 ) -> None:
-    """Enqueue ``(workflow id, input)`` items as ``workflow`` on ``queue``, in transactions.
+    """Enqueue ``(workflow id, input)`` items as ``workflow`` on ``queue``, in one transaction.
 
-    Each transaction enqueues `ENQUEUE_CHUNK` items; on Postgres `ENQUEUE_THREADS` of them
-    run at once, so the round trips overlap. An interrupted enqueue keeps the chunks that
-    committed: enqueueing the same items again adds the rest (the ids are the key).
+    An item whose workflow id is there already adds nothing (the id is the key), whatever
+    state its workflow is in.
 
     Raises:
-        sqlalchemy.exc.SQLAlchemyError: The database refused a chunk (the others may have
-            committed).
+        sqlalchemy.exc.SQLAlchemyError: The database refused the transaction (none of the
+            items was enqueued).
     """
-    chunks = [items[i : i + ENQUEUE_CHUNK] for i in range(0, len(items), ENQUEUE_CHUNK)]
-    if not chunks:
-        return
-    engine = engine_for(url)
-    threads = 1 if engine.dialect.name == "sqlite" else min(ENQUEUE_THREADS, len(chunks))
-
-    def one(chunk: Sequence[tuple[str, Any]]) -> None:
-        with engine.begin() as connection:
-            for workflow_id, payload in chunk:
-                options: EnqueueOptions = {
-                    "workflow_name": workflow,
-                    "queue_name": queue,
-                    "workflow_id": workflow_id,
-                    "app_version": APP_VERSION,
-                }
-                dbos.enqueue_in_transaction(connection, options, payload)
-
-    try:
-        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            for done in [pool.submit(one, chunk) for chunk in chunks]:
-                done.result()
-    finally:
-        engine.dispose()
+    with engine.begin() as connection:
+        for workflow_id, payload in items:
+            options: EnqueueOptions = {
+                "workflow_name": workflow,
+                "queue_name": queue,
+                "workflow_id": workflow_id,
+                "app_version": APP_VERSION,
+            }
+            dbos.enqueue_in_transaction(connection, options, payload)
 
 
 # --------------------------------------------------------------------------- submit
@@ -323,23 +315,23 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
             concurrency=args.concurrency,
             worker_concurrency=args.worker_concurrency or args.concurrency,
         )
-        known = {
-            task_of(status.workflow_id)[1]
-            for status in dbos.list_workflows(
-                name=TASK_WORKFLOW,
-                workflow_id_prefix=f"{batch}:",
-                load_input=False,
-                load_output=False,
-            )
-        }
+        known = _known(dbos, batch)
         todo = [task for task in tasks if task.id not in known]
-        try:
-            enqueue(dbos, url, TASK_WORKFLOW, queue, [(ids[t.id], payload.of(t)) for t in todo])
-        except sa.exc.SQLAlchemyError as exc:
-            raise CliError(
-                f"batch {batch}: enqueueing stopped ({_reason(exc)}); run the same command "
-                "again to add the tasks that are missing"
-            ) from None
+        if todo:
+            options: EnqueueOptions = {
+                "workflow_name": SUBMIT_WORKFLOW,
+                "queue_name": queue,
+                # A task's escaped id holds no "@": no submission can take a task's id.
+                "workflow_id": f"{batch}:@{uuid.uuid4().hex}",
+                "app_version": APP_VERSION,
+            }
+            try:
+                dbos.enqueue(options, queue, [(ids[t.id], payload.of(t)) for t in todo])
+            except sa.exc.SQLAlchemyError as exc:
+                raise CliError(
+                    f"batch {batch}: the submit failed ({_reason(exc)}), nothing was added; "
+                    "run the same command again"
+                ) from None
         added = len(todo)
     sys.stderr.write(
         f"batch {batch}: {added} tasks enqueued, {len(tasks) - added} already there; "
@@ -350,6 +342,61 @@ def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
     if args.out:
         return batch_status.follow_batch(url, batch, args.out)
     return EXIT_OK
+
+
+def _known(dbos: DBOSClient, batch: str) -> set[str]:
+    """Return the ids of the batch's tasks: enqueued, or held by a submission still to run."""
+    statuses = dbos.list_workflows(
+        name=TASK_WORKFLOW, workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
+    )
+    known = {task_of(status.workflow_id)[1] for status in statuses}
+    for submission in submissions(dbos, batch):
+        if submission.active:
+            known.update(task_of(workflow_id)[1] for workflow_id in submission.workflow_ids)
+    return known
+
+
+_ACTIVE = ("ENQUEUED", "DELAYED", "PENDING")
+_ENDED_EARLY = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submission of a batch that has not enqueued all its tasks (`submissions`)."""
+
+    batch: str
+    """The batch it adds tasks to."""
+    status: str
+    """Its workflow's DBOS status."""
+    workflow_ids: tuple[str, ...]
+    """The workflow ids of the tasks it carries (some may be enqueued already)."""
+
+    @property
+    def active(self) -> bool:
+        """Whether it is still to run, or running: its tasks are on their way."""
+        return self.status in _ACTIVE
+
+
+def submissions(dbos: DBOSClient, batch: str | None = None) -> list[Submission]:
+    """Return the submissions of ``batch`` (of every batch: ``None``) that may hold tasks.
+
+    Those waiting for a worker or being fanned out, and those that ended before they
+    enqueued every task (cancelled, failed); one that succeeded enqueued them all.
+    """
+    statuses = dbos.list_workflows(
+        name=SUBMIT_WORKFLOW,
+        workflow_id_prefix=f"{batch}:" if batch else None,
+        status=[*_ACTIVE, *_ENDED_EARLY],
+        load_output=False,
+    )
+    return [
+        Submission(
+            task_of(status.workflow_id)[0],
+            status.status,
+            tuple(workflow_id for workflow_id, _ in status.input["args"][1]),  # type: ignore[index]
+        )
+        for status in statuses
+    ]
 
 
 def _reason(exc: sa.exc.SQLAlchemyError) -> str:
@@ -460,10 +507,17 @@ async def maybe(value: Any) -> Any:
 class WorkerRuntime:
     """What the task workflow needs in a worker: the agents, built from the worker's flags.
 
+    The worker's own agent is made at once, before the worker takes tasks: it opens the
+    SDK client that the agents of all tasks share (one per client configuration in a
+    process), so the first task of each worker does not pay for opening it.
+
     Args:
         factory: Makes the agents (the worker's model and client flags).
         toolkit: The worker's tools.
         url: The batch database, where the batches' rate limits keep their entries.
+
+    Raises:
+        CliError: The worker's flags make no agent.
     """
 
     current: ClassVar[WorkerRuntime | None] = None
@@ -473,6 +527,9 @@ class WorkerRuntime:
         self.factory = factory
         self.toolkit = toolkit
         self.url = url
+        self.agent = factory.make(toolkit)
+        """The agent of the worker's flags, holding the SDK client the tasks' agents share."""
+        self._enqueuer: tuple[DBOSClient, sa.Engine] | None = None
         self._agents: dict[tuple[Any, ...], Agent] = {}
         self._deps: dict[str, Any] = {}
         self._rates: dict[tuple[Any, ...], TokenRate] = {}
@@ -569,10 +626,29 @@ class WorkerRuntime:
         )
         return factory(one) if factory is not None else None
 
+    async def enqueue(self, queue: str, items: Sequence[tuple[str, Any]]) -> None:
+        """Enqueue tasks of a submission in one transaction (a client made at the first)."""
+        if self._enqueuer is None:
+            engine = engine_for(self.url)
+            client = DBOSClient(system_database_engine=engine, application_name=APP_NAME)
+            self._enqueuer = client, engine
+        dbos, engine = self._enqueuer
+        await asyncio.to_thread(enqueue, dbos, engine, TASK_WORKFLOW, queue, items)
+
     def close(self) -> None:
-        """Close the rate limits' database connections."""
+        """Close the database connections of the rate limits and of the submissions."""
         for ledger in self._ledgers.values():
             ledger.close()
+        if self._enqueuer is not None:
+            dbos, engine = self._enqueuer
+            dbos.destroy()
+            engine.dispose()
+
+
+def _runtime() -> WorkerRuntime:
+    if WorkerRuntime.current is None:
+        raise RuntimeError("batch tasks run in `toolnexus-agent worker` processes only")
+    return WorkerRuntime.current
 
 
 async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
@@ -582,9 +658,7 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
     execution's, read from a plain clock: a task a crash cut off and another worker
     resumed reports the time since it was resumed.
     """
-    runtime = WorkerRuntime.current
-    if runtime is None:
-        raise RuntimeError("batch tasks run in `toolnexus-agent worker` processes only")
+    runtime = _runtime()
     started = time.monotonic()
     # A question gets no answer in a batch: the task ends "pending", as in the local runner.
     steps = DbosSteps(answer_timeout=0)
@@ -604,6 +678,28 @@ async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
 
 batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)
 """The workflow every task of every batch runs as (registered when this module loads)."""
+
+
+async def _submit(queue: str, items: list[tuple[str, dict[str, Any]]]) -> int:
+    """Enqueue a submission's tasks on the batch's queue; return how many it carried.
+
+    Each `ENQUEUE_CHUNK` of tasks is one transaction and one step. A worker that dies on
+    the way leaves the submission to another (`agent.cli._dbos_liveness`), which skips the
+    chunks recorded; a chunk that committed but was not recorded yet is enqueued again,
+    which adds nothing (a task's workflow id is its key). So a task is neither lost (the
+    submission holds it until it is enqueued) nor doubled.
+    """
+    runtime = _runtime()
+    for start in range(0, len(items), ENQUEUE_CHUNK):
+        chunk = items[start : start + ENQUEUE_CHUNK]
+        await DBOS.run_step_async(
+            {"name": "toolnexus.enqueue_tasks"}, runtime.enqueue, queue, chunk
+        )
+    return len(items)
+
+
+batch_submit = DBOS.workflow(name=SUBMIT_WORKFLOW)(_submit)
+"""The workflow a batch is submitted as: `submit` enqueues it, carrying the tasks."""
 
 
 def executor_id() -> str:

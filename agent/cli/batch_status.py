@@ -85,6 +85,12 @@ class Progress:
         """Every task of the batch."""
         return self.waiting + self.running + self.done
 
+    def finished(self, record: dict[str, Any]) -> None:
+        """Count a finished task, whose result line is ``record``."""
+        self.records.append(record)
+        kind = str(record["status"])
+        self.statuses[kind] = self.statuses.get(kind, 0) + 1
+
     def line(self) -> str:
         """``[####------] 20/60 done, 4 running, 36 waiting, 1 not completed``."""
         filled = _BAR_WIDTH * self.done // max(self.total, 1)
@@ -165,7 +171,7 @@ def redraw(lines: Sequence[str], drawn: int) -> str:
 
 
 def _read(client: DBOSClient, name: str | None) -> list[Progress]:
-    from agent.cli._dbos_batch import TASK_WORKFLOW, task_of
+    from agent.cli._dbos_batch import TASK_WORKFLOW, submissions, task_of
 
     statuses = client.list_workflows(
         name=TASK_WORKFLOW,
@@ -181,11 +187,25 @@ def _read(client: DBOSClient, name: str | None) -> list[Progress]:
         elif status.status == "PENDING":
             progress.running += 1
         else:
-            record = _record(task_id, status)
-            progress.records.append(record)
-            kind = str(record["status"])
-            progress.statuses[kind] = progress.statuses.get(kind, 0) + 1
+            progress.finished(_record(task_id, status))
+    # The tasks submissions hold and did not enqueue: on their way while a submission
+    # still to run holds them, never to run when those holding them ended early.
+    held: dict[str, bool] = {}
+    enqueued = {status.workflow_id for status in statuses}
+    for submission in submissions(client, name):
+        for workflow_id in set(submission.workflow_ids) - enqueued:
+            held[workflow_id] = held.get(workflow_id, False) or submission.active
+    for workflow_id, on_the_way in held.items():
+        batch, task_id = task_of(workflow_id)
+        progress = batches.setdefault(batch, Progress(batch))
+        if on_the_way:
+            progress.waiting += 1
+        else:
+            progress.finished(crashed_record(task_id, None, _NOT_ENQUEUED, 0.0))
     return [batches[batch] for batch in sorted(batches)]
+
+
+_NOT_ENQUEUED = "never enqueued: its submission was cancelled or failed; submit the batch again"
 
 
 def _record(task_id: str, status: WorkflowStatus) -> dict[str, Any]:

@@ -28,7 +28,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "(pip install '.[dbos]' from a clone)"
     ) from exc
 
-from agent.dbos._durable import EVENTS_STREAM, DurableAgent, run_durably
+from agent.dbos._durable import DurableAgent, run_durably
+from agent.dbos._events import EVENTS_STREAM
 from agent.dbos._ledger import DatabaseLedger
 from agent.dbos._messages import follow, pending, send
 from agent.dbos._options import engine_options

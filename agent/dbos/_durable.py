@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, SetWorkflowID
 
+from agent.dbos._events import EventLog
 from agent.dbos._steps import DEFAULT_ANSWER_TIMEOUT, DbosSteps
 from agent.errors import AgentError, ConfigurationError
 from agent.events import DoneEvent
@@ -16,12 +17,8 @@ if TYPE_CHECKING:
     from dbos import WorkflowHandleAsync
 
     from agent import Agent, Prompt, RunResult
-    from agent.events import Event
 
-__all__ = ["EVENTS_STREAM", "DurableAgent", "run_durably"]
-
-EVENTS_STREAM = "toolnexus.events"
-"""The DBOS stream a durable run writes its events to (see `agent.dbos.follow`)."""
+__all__ = ["DurableAgent", "run_durably"]
 
 _names: set[str] = set()
 
@@ -39,8 +36,8 @@ async def run_durably(
 
     `DurableAgent` does this for you; use it directly to run an agent from a workflow of
     your own (for example one step of a larger pipeline). The events are written to the
-    workflow's ``toolnexus.events`` stream a turn at a time (`agent.dbos.follow` reads them
-    one by one).
+    workflow's ``toolnexus.events`` stream a turn at a time, with the step of each model
+    call (`agent.dbos.follow` reads them one by one).
 
     Args:
         agent: The agent to run (its ``wait_for`` is not used: questions wait for `send`;
@@ -61,8 +58,8 @@ async def run_durably(
     """
     steps = steps or DbosSteps()
     steps.toolkit = agent.toolkit  # whose tools say whether they are idempotent
-    events = _Publisher() if publish else None
-    steps.publish = events.flush if events is not None else None
+    events = EventLog() if publish else None
+    steps.events = events
     result: RunResult | None = None
     try:
         async for event in agent.plan(prompt, history=history, steps=steps, deps=deps).events():
@@ -74,37 +71,13 @@ async def run_durably(
         copyreg.pickle(type(error), _reduce)  # DBOS stores it pickled
         raise
     finally:
-        steps.publish = None
+        steps.events = None
         if events is not None:
             # The stream ends with the workflow (readers stop at its DoneEvent, or when it
             # has ended): closing it would be one more database write.
             await events.flush()
     assert result is not None
     return result
-
-
-class _Publisher:
-    """A durable run's events, written to its stream one turn at a time.
-
-    The events since the last write wait here; `DbosSteps` writes them, as one entry of the
-    stream, before each model call and before waiting for an answer, and the run writes
-    the rest when it ends. A write is a database round trip: once per turn instead of once
-    per event. The points are the same in a replay, so a recovered run skips the writes
-    its first execution made.
-    """
-
-    def __init__(self) -> None:
-        self.pending: list[Event] = []
-
-    def add(self, event: Event) -> None:
-        """Keep ``event`` for the next write."""
-        self.pending.append(event)
-
-    async def flush(self) -> None:
-        """Write the events kept since the last write (nothing when there are none)."""
-        if self.pending:
-            events, self.pending = self.pending, []
-            await DBOS.write_stream_async(EVENTS_STREAM, events)
 
 
 class DurableAgent:

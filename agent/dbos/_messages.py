@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, DBOSClient
 
-from agent.dbos._durable import EVENTS_STREAM
+from agent.dbos._events import EVENTS_STREAM, read_events
 from agent.dbos._steps import ANSWER_KEYS, ANSWER_TOPIC, PENDING_EVENT
 from agent.errors import ConfigurationError
 from agent.events import DoneEvent
@@ -156,9 +156,9 @@ async def follow(run_id: str, *, db: str | None = None) -> AsyncGenerator[Event,
 
     Works from any process that reaches the database; the last event of a finished run is
     its `DoneEvent` (a run that failed ends without one, when its workflow ends). The run
-    writes its events a turn at a time, so they come in bursts. A run recovered after a
-    crash does not write again the events of the steps it replays, so each event comes
-    once.
+    writes its events a turn at a time, so they come in bursts. Each event comes once,
+    across crashes: a recovered run does not write again the events of the steps it
+    replays, and what a step cut off by a crash writes again is skipped.
 
     Args:
         run_id: The run's workflow id.
@@ -172,10 +172,8 @@ async def follow(run_id: str, *, db: str | None = None) -> AsyncGenerator[Event,
             events = DBOS.read_stream_async(run_id, EVENTS_STREAM, polling_interval_sec=0.1)
         else:
             events = client.read_stream_async(run_id, EVENTS_STREAM, polling_interval_sec=0.1)
-        async with contextlib.aclosing(events):
-            async for entry in events:
-                # One entry per turn (a list); runs of older versions wrote one per event.
-                for event in entry if isinstance(entry, list) else [entry]:
-                    yield event
-                    if isinstance(event, DoneEvent):
-                        return
+        async with contextlib.aclosing(events), contextlib.aclosing(read_events(events)) as read:
+            async for event in read:
+                yield event
+                if isinstance(event, DoneEvent):
+                    return

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, StepReservation
 
+from agent.dbos._events import EventLog, write_entry
 from agent.steps import ModelItem, Steps, ToolStep
 from toolnexus import ToolResult
 
@@ -68,9 +69,9 @@ class DbosSteps(Steps):
         self.model_queue = model_queue
         self.toolkit = toolkit
         """The run's tools, for their `Tool.idempotent` declarations."""
-        self.publish: Callable[[], Awaitable[None]] | None = None
-        """Writes the run's events so far to its stream (`run_durably` sets it): called
-        before each model call and each wait for an answer, so once per turn."""
+        self.events: EventLog | None = None
+        """The run's events not written yet (`run_durably` sets it): written to its stream
+        by each model call's step, before the call, and before each wait for an answer."""
 
     def model(
         self, request: ModelRequest, call: Callable[[], AsyncGenerator[ModelItem, None]]
@@ -80,13 +81,14 @@ class DbosSteps(Steps):
     async def _model(
         self, call: Callable[[], AsyncGenerator[ModelItem, None]]
     ) -> AsyncGenerator[ModelItem, None]:
-        if self.publish is not None:
-            await self.publish()
+        entry = self.events.take() if self.events is not None else None
         if self.model_queue is not None:
             handle = await DBOS.enqueue_workflow_async(self.model_queue, rate_permit)
             await handle.get_result()
 
         async def model_call() -> list[ModelItem]:
+            if entry is not None:
+                await write_entry(entry)  # the events of the turn before, as the call starts
             items = call()
             try:
                 return [item async for item in items]
@@ -128,8 +130,8 @@ class DbosSteps(Steps):
         return run
 
     async def wait(self, request: Request) -> Answer | None:
-        if self.publish is not None:
-            await self.publish()  # the turn that asked, before the wait
+        if self.events is not None:
+            await self.events.flush()  # the turn that asked, before the wait
         await DBOS.set_event_async(PENDING_EVENT, dict(request))
         answer = await self._answer(request)
         await DBOS.set_event_async(PENDING_EVENT, None)

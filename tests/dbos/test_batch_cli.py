@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,8 +113,18 @@ def test_batch_status_wait_redraws_two_batches_in_place(
     ]
 
 
-def test_the_submit_loads_no_gemini_sdk_and_enqueues_in_chunks(tmp_path: Path) -> None:
-    # The submitting process only writes rows: importing the SDK cost it seconds.
+def _submitted(db: str) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The tasks each submission of the database carries: (workflow id, payload) pairs."""
+    from agent.cli._dbos_batch import SUBMIT_WORKFLOW, client
+
+    with client(db) as dbos:
+        statuses = dbos.list_workflows(name=SUBMIT_WORKFLOW, load_input=True)
+    return [status.input["args"][1] for status in statuses]  # type: ignore[index]
+
+
+def test_the_submit_loads_no_gemini_sdk_and_writes_one_submission(tmp_path: Path) -> None:
+    # The submitting process only writes a row: importing the SDK cost it seconds, and
+    # enqueueing each task itself two database statements per task.
     big = tmp_path / "big.yaml"
     big.write_text("tasks:\n" + "".join(f"  - {{id: t{i}, prompt: p{i}}}\n" for i in range(250)))
     db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
@@ -133,20 +144,58 @@ def test_the_submit_loads_no_gemini_sdk_and_enqueues_in_chunks(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert "250 tasks enqueued" in done.stderr
-    from dbos import DBOSClient
-
-    client = DBOSClient(system_database_url=db)
-    try:
-        statuses = client.list_workflows(name="toolnexus.batch_task", load_input=True)
-        queue = client.retrieve_queue("toolnexus-big")
-    finally:
-        client.destroy()
-    assert len(statuses) == 250
-    task = statuses[0].input["args"][0]  # type: ignore[index]
+    [items] = _submitted(db)
+    assert [workflow_id for workflow_id, _ in items] == [f"big:t{i}" for i in range(250)]
+    task = items[0][1]
     assert task["rate"] == {"tokens": 50000, "requests": None, "per": 60.0}
     assert task["batch"] == "big"
+    from agent.cli._dbos_batch import client
+
+    with client(db) as dbos:
+        queue = dbos.retrieve_queue("toolnexus-big")
     assert queue is not None
     assert queue.polling_interval_sec == polling_interval(250, 10)
+
+
+async def test_a_submission_enqueues_its_tasks_once_however_often_it_runs(
+    tmp_path: Path,
+) -> None:
+    import httpx
+    from dbos import DBOS
+
+    from agent.cli._dbos_batch import TASK_WORKFLOW, WorkerRuntime, batch_submit, client
+    from agent.cli._model import AgentFactory
+    from toolnexus import Toolkit
+
+    path = tmp_path / "night.yaml"
+    path.write_text("tasks:\n" + "".join(f"  - {{id: t{i}, prompt: p{i}}}\n" for i in range(250)))
+    db = f"sqlite:///{tmp_path / 'batch.sqlite'}"
+    assert main(["batch", str(path), "--engine", "dbos", "--db", db]) == EXIT_OK
+    [items] = _submitted(db)
+    # Another application on the same database: it runs the submission here, and leaves
+    # the batch's queue (the workers' application) alone.
+    DBOS(config={"name": "fan-out-test", "system_database_url": db})
+    DBOS.launch()
+    async with httpx.AsyncClient() as http:
+        runtime = WorkerRuntime(AgentFactory("gemini-2.5-flash", http, "k"), Toolkit(), db)
+        WorkerRuntime.current = runtime
+        try:
+            # A chunk committed by a worker that died before its step was recorded...
+            await runtime.enqueue("toolnexus-night", items[:100])
+            # ...the submission run again by another, and a second submission of the same
+            # tasks (two submits racing): each task is there once.
+            assert await batch_submit("toolnexus-night", items) == 250
+            assert await batch_submit("toolnexus-night", items) == 250
+        finally:
+            WorkerRuntime.current = None
+            runtime.close()
+            DBOS.destroy()
+    with client(db) as dbos:
+        statuses = dbos.list_workflows(name=TASK_WORKFLOW, load_input=True)
+    assert sorted(status.workflow_id for status in statuses) == sorted(i for i, _ in items)
+    assert {status.status for status in statuses} == {"ENQUEUED"}
+    payloads = {status.workflow_id: status.input["args"][0] for status in statuses}  # type: ignore[index]
+    assert payloads == dict(items)
 
 
 def test_the_polling_interval_grows_with_the_batch() -> None:
@@ -159,7 +208,7 @@ def test_the_polling_interval_grows_with_the_batch() -> None:
 def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> None:
     import httpx
 
-    from agent.cli._dbos_batch import TASK_WORKFLOW, WorkerRuntime, client
+    from agent.cli._dbos_batch import WorkerRuntime
     from agent.cli._model import AgentFactory
     from toolnexus import Toolkit
 
@@ -171,9 +220,8 @@ def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> N
     chain = "gemini-3.1-pro-preview,gemini-3-flash-preview"
     argv = ["batch", str(path), "--engine", "dbos", "--db", db, "--model", chain]
     assert main(argv) == EXIT_OK
-    with client(db) as dbos:
-        statuses = dbos.list_workflows(name=TASK_WORKFLOW, load_input=True)
-    payloads = {s.input["args"][0]["id"]: s.input["args"][0] for s in statuses}  # type: ignore[index]
+    [items] = _submitted(db)
+    payloads = {payload["id"]: payload for _, payload in items}
     assert payloads["a"]["model"] == "gemini-3.1-pro-preview"
     assert payloads["a"]["fallback_models"] == ["gemini-3-flash-preview"]
     assert payloads["b"]["fallback_models"] == []  # a task's own model: no fallback

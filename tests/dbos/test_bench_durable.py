@@ -38,15 +38,20 @@ def test_the_floor_and_the_batch_run_and_the_table_reads_them(tmp_path: Path) ->
         import _bench_durable as bench
     finally:
         sys.path.remove(str(REPO / "scripts"))
-    floor = bench.floor(f"sqlite:///{tmp_path / 'floor.sqlite'}", 6, 1, 3, 0.05)
-    batch = bench.throughput(f"sqlite:///{tmp_path / 'batch.sqlite'}", 6, 1, 3, 0.05)
-    assert floor["tasks"] == batch["tasks"] == 6 and batch["requests"] == 6
+    results = bench._batches(lambda name: f"sqlite:///{tmp_path / f'{name}.sqlite'}", 6)
+    floor, batch, floor_sdk = results["floor"], results["batch"], results["floor_sdk"]
+    assert floor["tasks"] == batch["tasks"] == floor_sdk["tasks"] == 6
+    assert batch["requests"] == floor_sdk["requests"] == 6
     assert floor["worker_cpu_ms_per_task"] > 0 and batch["worker_cpu_ms_per_task"] > 0
+    assert results["submit_floor_s"] > 0
     batch["of_floor"] = floor["elapsed_s"] / batch["elapsed_s"]
-    floor["database"] = batch["database"] = "sqlite"
+    batch["of_floor_sdk"] = floor_sdk["elapsed_s"] / batch["elapsed_s"]
+    floor["database"] = batch["database"] = floor_sdk["database"] = "sqlite"
     overhead = {"durable_ms": 1.0, "in_process_ms": 1.0, "ratio": 1.0, "per_step_ms": 0.0}
     overhead |= {"no_events_ratio": 1.0, "no_events_per_step_ms": 0.0}
     overhead |= {"cpu_per_step_ms": 0.0, "no_events_cpu_per_step_ms": 0.0}
-    lines = bench.table({"overhead": {"sqlite": overhead}, "floor": floor, "batch": batch})
+    lines = bench.table({"overhead": {"sqlite": overhead}, **results})
     assert any(line.startswith("bare DBOS floor") for line in lines)
+    assert any(line.startswith("DBOS + raw SDK") for line in lines)
     assert any("of the floor's throughput" in line for line in lines)
+    assert any("DBOS's floor, a new process" in line for line in lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,9 @@ import pytest
 
 pytest.importorskip("dbos", reason="needs the dbos extra: pip install '.[dbos]'")
 
-from agent.dbos import follow, pending, send
+from dbos import DBOSClient
+
+from agent.dbos import EVENTS_STREAM, follow, pending, send
 from agent.events import Event
 from agent.testing import FakeGemini, function_call, reply
 from agent.testing._server import FakeServer
@@ -137,6 +140,47 @@ def test_a_question_is_answered_from_another_process_after_a_restart(tmp_path: P
         "ToolResultEvent",
         "PendingEvent",
         "ToolResultEvent",  # the call re-run with the answer
+        "TextEvent",
+        "UsageEvent",
+        "DoneEvent",
+    ]
+
+
+def test_events_written_again_by_a_model_call_cut_off_are_followed_once(
+    tmp_path: Path,
+) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    held = threading.Event()
+
+    def second_call(body: dict[str, Any]) -> str:
+        held.wait(60)  # until the process that made the call is killed
+        return "never received"
+
+    fake = FakeGemini([reply(function_call("note", {"text": "one"})), second_call, "Noted."])
+    with fake.serve() as server:
+        environ = _app(server, db, tmp_path)
+        first = _start(environ, "start", "run-e", "Take a note.")
+        try:
+            # The second call's step wrote the first turn's events, then made the call.
+            wait_until(lambda: len(fake.requests) == 2, "the second model call")
+        finally:
+            kill(first)
+            held.set()
+        result = _finish([PYTHON, APP, "resume", "run-e"], environ)
+    assert result == {"status": "completed", "text": "Noted.", "turns": 2}
+    assert len(fake.requests) == 3  # the call cut off was made again
+    # Its step wrote the first turn's events again; a follower reads them once.
+    client = DBOSClient(system_database_url=db)
+    try:
+        entries = list(client.read_stream("run-e", EVENTS_STREAM))
+    finally:
+        client.destroy()
+    assert [entry["number"] for entry in entries] == [0, 0, 1]
+    events = asyncio.run(_events("run-e", db))
+    assert [type(event).__name__ for event in events] == [
+        "UsageEvent",
+        "ToolCallEvent",
+        "ToolResultEvent",
         "TextEvent",
         "UsageEvent",
         "DoneEvent",
