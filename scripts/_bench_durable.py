@@ -474,20 +474,34 @@ def _workers(
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start ``count`` workers, wait until each is ready, stop them afterwards."""
     logs = [folder / f"worker-{i}.log" for i in range(count)]
-    processes = []
-    for log in logs:
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(log: Path) -> None:
         with log.open("w") as err:  # the child keeps its own copy of the descriptor
             processes.append(
                 subprocess.Popen(
                     command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=err
                 )
             )
-    try:
+
+    def wait_ready(started: list[Path]) -> None:
         deadline = time.monotonic() + 120
-        while not all("ready" in log.read_text() for log in logs):
+        while not all("ready" in log.read_text() for log in started):
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                raise RuntimeError("a worker did not start: " + logs[0].read_text())
+                raise RuntimeError(
+                    "a worker did not start:\n"
+                    + "\n".join(log.read_text()[-1500:] for log in started)
+                )
             time.sleep(0.05)
+
+    try:
+        # The first worker alone makes a new database's tables; the others launch on them
+        # (workers launching together on a new SQLite file could fail at start).
+        start(logs[0])
+        wait_ready(logs[:1])
+        for log in logs[1:]:
+            start(log)
+        wait_ready(logs)
         yield processes
     finally:
         for process in processes:
