@@ -7,20 +7,14 @@ OpenTelemetry (which setting a provider takes), this module loads none of it eit
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from agent._capability import AttemptSpan, Capability, Invocation, Proceed, RunCapability
+from agent._capability import Capability, RunCapability
 
 if TYPE_CHECKING:
-    from agent._result import RunResult
     from agent._state import RunState
-    from agent._tracing import RunTrace
-    from agent.hooks import ModelRequest
-    from toolnexus import ToolResult
 
 __all__ = ["Tracing"]
 
@@ -36,7 +30,7 @@ class Tracing(Capability):
         on = tracer()
         if on is None:
             return None
-        trace = RunTrace(
+        return RunTrace(
             on,
             run.model.name,
             session=run.session,
@@ -45,30 +39,6 @@ class Tracing(Capability):
             toolkit=run.toolkit,
             agent_name=run.name,
         )
-        return _TracedRun(trace)
-
-
-class _TracedRun(RunCapability):
-    def __init__(self, trace: RunTrace) -> None:
-        self.trace = trace
-
-    @contextlib.contextmanager
-    def attempt(self, run: RunState, request: ModelRequest, stream: bool) -> Iterator[AttemptSpan]:
-        with self.trace.model_call(request, stream=stream) as span:
-            yield span
-
-    async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
-        with self.trace.tool_call(invocation.call) as span:
-            result = await proceed(invocation)
-            # The arguments the tool ran with: a wrapper after this one (a hook) may have
-            # changed them.
-            self.trace.tool_done(span, invocation.args, result)
-        return result
-
-    def close(self, run: RunState, result: RunResult | None, error: BaseException | None) -> None:
-        if result is not None:
-            self.trace.finish(result)
-        self.trace.__exit__(type(error) if error else None, error, None)
 
 
 def _provider_possible() -> bool:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent import _semconv
+from agent._capability import Invocation, Proceed, RunCapability
 from agent._response import ModelResponse
 from agent._retry import CallFailed
 from agent.errors import ModelError
@@ -47,7 +48,7 @@ except ImportError:  # the optional extra is not installed: every span is a no-o
 
 if TYPE_CHECKING:
     from agent._result import RunResult, Usage
-    from agent.events import ToolCall
+    from agent._state import RunState
     from agent.hooks import ModelRequest
     from toolnexus import Toolkit, ToolResult
 
@@ -106,7 +107,7 @@ def _json(value: Any) -> str:
 
 
 class ModelSpan:
-    """The span of one model call; `RunTrace.model_call` starts and ends it."""
+    """The span of one model call; `RunTrace.attempt` starts and ends it."""
 
     def __init__(self, span: Any, run: RunTrace, *, stream: bool, content: dict[str, Any]) -> None:
         self.span = span
@@ -173,20 +174,12 @@ class ModelSpan:
         self.span.set_attributes(attributes)
 
 
-class RunTrace:
+class RunTrace(RunCapability):
     """The spans of one run: ``invoke_agent`` and its model-call and tool-call children.
 
-    Example::
-
-        trace = RunTrace(tracer(), "gemini-2.5-flash", session="alice", toolkit=tk)
-        with trace:                      # ends the run span, recording a failure
-            with trace.model_call(request, stream=True) as span:
-                for item in items:
-                    span.saw(item)
-            with trace.tool_call(call) as tool_span:
-                result = await run_the_tool()
-                trace.tool_done(tool_span, args, result)
-            trace.finish(result)
+    The run capability of `agent._traced.Tracing`: its run span starts with it, each attempt
+    of a model call and each tool call is spanned as the run reaches them, and ``close``
+    ends the run span.
     """
 
     def __init__(
@@ -246,24 +239,18 @@ class RunTrace:
         )
         self.context = trace.set_span_in_context(self.span)
 
-    def __enter__(self) -> RunTrace:
-        return self
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        if isinstance(exc, Exception):
-            _fail(self.span, exc)
-            result = getattr(exc, "result", None)
-            if result is not None:
-                self.finish(result)
+    def close(self, run: RunState, result: RunResult | None, error: BaseException | None) -> None:
+        """End the run span with the run's outcome, or its failure (and partial result)."""
+        if result is not None:
+            self._outcome(result)
+        if isinstance(error, Exception):
+            _fail(self.span, error)
+            partial = getattr(error, "result", None)
+            if partial is not None:
+                self._outcome(partial)
         self.span.end()
 
-    async def __aenter__(self) -> RunTrace:
-        return self
-
-    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-        self.__exit__(kind, exc, tb)
-
-    def finish(self, result: RunResult) -> None:
+    def _outcome(self, result: RunResult) -> None:
         """Record the run's outcome and total usage on the run span."""
         span = self.span
         if not span.is_recording():
@@ -282,12 +269,10 @@ class RunTrace:
         span.set_attributes(attributes)
 
     @contextlib.contextmanager
-    def model_call(self, request: ModelRequest, *, stream: bool = False) -> Iterator[ModelSpan]:
-        """Span one model call; the caller hands its output to `ModelSpan.saw` (or ``done``).
+    def attempt(self, run: RunState, request: ModelRequest, stream: bool) -> Iterator[ModelSpan]:
+        """Span one attempt of a model call over ``request`` (streamed if ``stream``).
 
-        Args:
-            request: The request about to be sent.
-            stream: It goes to ``streamGenerateContent``.
+        The loop hands the call's output to `ModelSpan.saw`.
         """
         assert trace is not None
         attributes = self._request_attributes(request, stream)
@@ -306,14 +291,10 @@ class RunTrace:
         finally:
             model_span.end(attributes)
 
-    @contextlib.contextmanager
-    def tool_call(self, call: ToolCall) -> Iterator[Any]:
-        """Span one function call: the current span while the block runs the tool.
-
-        The block hands the call's outcome to `tool_done`; an exception out of it marks
-        the span failed.
-        """
+    async def tool(self, run: RunState, invocation: Invocation, proceed: Proceed) -> ToolResult:
+        """Run one function call under its span, the current span while the tool runs."""
         assert trace is not None
+        call = invocation.call
         tool = self.toolkit.get(call.name) if self.toolkit is not None else None
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -341,19 +322,22 @@ class RunTrace:
                 span, end_on_exit=True, record_exception=False, set_status_on_exception=False
             ):
                 try:
-                    yield span
+                    result = await proceed(invocation)
                 except Exception as exc:
                     _fail(span, exc)
                     raise
+                if span.is_recording():
+                    # The arguments the tool ran with: a wrapper after this one (a hook)
+                    # may have changed them.
+                    self._tool_outcome(span, invocation.args, result)
         finally:
             if invoked is not None:
                 _INVOKED.reset(invoked)
+        return result
 
-    def tool_done(self, span: Any, args: dict[str, Any], result: ToolResult) -> None:
+    def _tool_outcome(self, span: Any, args: dict[str, Any], result: ToolResult) -> None:
         """Record a finished call: its error, and its arguments and result when captured."""
         assert trace is not None
-        if not span.is_recording():
-            return
         if self.content_on_spans:
             span.set_attribute("gen_ai.tool.call.arguments", _json(args))
         if result.is_error:
