@@ -10,7 +10,10 @@ difference of two processes run under callgrind, which cancels what both do:
   against the strict fake Gemini served on 127.0.0.1 by this process (not counted);
 - ``traced``: what a pair run's spans add, per run, to ours (``traced`` minus ``ours``) and
   to the floor creating the same spans by hand (``floor-traced`` minus ``floor``), on an
-  OpenTelemetry SDK provider; ours beyond the SDK is the difference of the two;
+  OpenTelemetry SDK provider; ours beyond the SDK is the difference of the two. The fake
+  answers in the measured process, on its in-process transport: it does the same work on
+  both sides of each difference, and no socket's timing changes how often the event loop
+  turns (over a socket that moves a run's count by more than the spans cost);
 - ``first``: a new process's import + init + first pair run, ours minus the floor's;
 - ``import``: ``import agent; agent.Agent`` after ``import google.genai``, minus the SDK
   import alone;
@@ -42,6 +45,8 @@ ROOT = HERE.parent
 FIGURES = ("pair", "fanout", "traced", "first", "import", "agents")
 # Runs per measured process: (N, M, warm-up); the figure is (Ir(N) - Ir(M)) / (N - M).
 RUNS = {"pair": (12, 4, 3), "fanout": (6, 2, 2)}
+IN_PROCESS = "in-process"
+"""The URL argument of a probe whose fake Gemini answers in the measured process."""
 AGENT_FILES = 100
 
 
@@ -89,12 +94,21 @@ def _probe_runs(impl: str, scenario: str, url: str, decls: str, warmup: int, run
 
     raw = json.loads(Path(decls).read_text(encoding="utf-8"))
     worker._tracing(impl)
+    transport = None
+    if url == IN_PROCESS:
+        import _bench_scenarios as sc
+
+        from agent.testing import FakeGemini
+
+        url = "http://127.0.0.1:9"  # named on the spans, never reached
+        transport = FakeGemini(sc.decide, strict=True).async_transport()
 
     async def main() -> None:
         if impl in ("floor", "floor-traced"):
-            run, _, _ = await worker._floor(scenario, url, raw, impl == "floor-traced")
+            traced = impl == "floor-traced"
+            run, _, _ = await worker._floor(scenario, url, raw, traced, transport)
         else:
-            run, _, _ = await worker._ours(scenario, url)
+            run, _, _ = await worker._ours(scenario, url, transport)
         for _ in range(warmup + runs):
             await run()
 
@@ -141,9 +155,11 @@ def _per_run(scenario: str, url: str, decls: Path, folder: Path) -> dict[str, An
     return out
 
 
-def _traced(url: str, decls: Path, folder: Path) -> dict[str, Any]:
+def _traced(decls: Path, folder: Path) -> dict[str, Any]:
     impls = ("floor", "floor-traced", "ours", "traced")
-    out: dict[str, Any] = {impl: _runs_of(impl, "pair", url, decls, folder) for impl in impls}
+    out: dict[str, Any] = {
+        impl: _runs_of(impl, "pair", IN_PROCESS, decls, folder) for impl in impls
+    }
     out["ours_spans"] = out["traced"] - out["ours"]
     out["sdk_spans"] = out["floor-traced"] - out["floor"]
     out["own"] = out["ours_spans"] - out["sdk_spans"]
@@ -207,7 +223,7 @@ def measure(figures: list[str]) -> dict[str, Any]:
                     results[figure] = _per_run(figure, server.base_url, decls, folder)
                 elif figure == "traced":
                     decls = bench.declarations("pair", server.base_url, folder)
-                    results[figure] = _traced(server.base_url, decls, folder)
+                    results[figure] = _traced(decls, folder)
                 elif figure == "first":
                     decls = bench.declarations("pair", server.base_url, folder)
                     results[figure] = _first(server.base_url, decls, folder)

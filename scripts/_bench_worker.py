@@ -42,11 +42,16 @@ def _stamp_hook(stamps: list[int]) -> Callable[[httpx.Request], Awaitable[None]]
 
 
 async def _floor(
-    scenario: str, base_url: str, raw_decls: list[dict[str, Any]], traced: bool = False
+    scenario: str,
+    base_url: str,
+    raw_decls: list[dict[str, Any]],
+    traced: bool = False,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> tuple[Runner, int, int]:
     """Build the hand loop on the raw SDK; return (runner, import ns, init ns).
 
-    With ``traced``, the loop creates the spans the agent creates (see `_Spans`).
+    With ``traced``, the loop creates the spans the agent creates (see `_Spans`). With a
+    ``transport``, its requests go there instead of over the network.
     """
     start = time.perf_counter_ns()
     from google import genai
@@ -59,7 +64,8 @@ async def _floor(
     client = genai.Client(
         api_key="bench",
         http_options=types.HttpOptions(
-            base_url=base_url, httpx_async_client=httpx.AsyncClient(event_hooks=hooks)
+            base_url=base_url,
+            httpx_async_client=httpx.AsyncClient(event_hooks=hooks, transport=transport),
         ),
     )
     config = types.GenerateContentConfig(
@@ -234,8 +240,13 @@ class _Spans:
             yield
 
 
-async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
-    """Build the toolkit and the Agent; return (runner, import ns, init ns)."""
+async def _ours(
+    scenario: str, base_url: str, transport: httpx.AsyncBaseTransport | None = None
+) -> tuple[Runner, int, int]:
+    """Build the toolkit and the Agent; return (runner, import ns, init ns).
+
+    With a ``transport``, its requests go there instead of over the network.
+    """
     start = time.perf_counter_ns()
     import toolnexus as tn
     from agent import Agent, ClientSettings, RunLimits
@@ -247,8 +258,9 @@ async def _ours(scenario: str, base_url: str) -> tuple[Runner, int, int]:
     toolkit = tn.build(tools=tools) if scenario == "wide" else tn.toolkit(tools)
     stamps: list[int] = []
     http = None
-    if scenario == "long":
-        http = httpx.AsyncClient(event_hooks={"request": [_stamp_hook(stamps)]})
+    if scenario == "long" or transport is not None:
+        hooks = {"request": [_stamp_hook(stamps)]} if scenario == "long" else {}
+        http = httpx.AsyncClient(event_hooks=hooks, transport=transport)
     agent = Agent(
         model=sc.MODEL,
         toolkit=toolkit,
