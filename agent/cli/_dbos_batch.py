@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
-from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, StepOptions
 
 from agent.cli import _engine_flags
 from agent.cli._exits import EXIT_OK, CliError
@@ -680,6 +680,23 @@ batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)
 """The workflow every task of every batch runs as (registered when this module loads)."""
 
 
+def _lost_database(error: BaseException) -> bool:
+    return isinstance(error, (sa.exc.OperationalError, sa.exc.InterfaceError))
+
+
+_ENQUEUE_STEP: StepOptions = {
+    "name": "toolnexus.enqueue_tasks",
+    # A lost database is waited out, as the worker waits it out (about 8 minutes): the
+    # chunk is enqueued again, which is harmless. Then the submission fails, and its tasks
+    # not enqueued show in batch-status, to be submitted again.
+    "retries_allowed": True,
+    "should_retry": _lost_database,
+    "max_attempts": 10,
+    "interval_seconds": 1.0,
+    "backoff_rate": 2.0,
+}
+
+
 async def _submit(queue: str, items: list[tuple[str, dict[str, Any]]]) -> int:
     """Enqueue a submission's tasks on the batch's queue; return how many it carried.
 
@@ -692,9 +709,7 @@ async def _submit(queue: str, items: list[tuple[str, dict[str, Any]]]) -> int:
     runtime = _runtime()
     for start in range(0, len(items), ENQUEUE_CHUNK):
         chunk = items[start : start + ENQUEUE_CHUNK]
-        await DBOS.run_step_async(
-            {"name": "toolnexus.enqueue_tasks"}, runtime.enqueue, queue, chunk
-        )
+        await DBOS.run_step_async(_ENQUEUE_STEP, runtime.enqueue, queue, chunk)
     return len(items)
 
 
