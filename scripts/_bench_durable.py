@@ -89,12 +89,29 @@ def _pair_model(body: dict[str, Any]) -> Any:
 
 
 async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
-    from dbos import DBOS, DBOSConfig
+    from dbos import DBOS, DBOSConfig, SetWorkflowID
 
     import toolnexus as tn
     from agent import Agent, ClientSettings
     from agent.dbos import DurableAgent, engine_options
     from agent.testing import FakeGemini
+
+    async def nothing() -> None:
+        pass
+
+    async def write() -> None:
+        await DBOS.write_stream_async("bench.events", {"number": 0, "events": []})
+
+    @DBOS.workflow(name="bench_empty_steps")
+    async def empty_steps(prompt: str, writes: bool) -> str:
+        # With ``writes``, the two stream writes of a durable pair run: the first turn's
+        # events from the second model call's step, the last turn's from the workflow.
+        for step in range(STEPS_PER_PAIR):
+            work = write if writes and step == 1 else nothing
+            await DBOS.run_step_async({"name": "bench.empty"}, work)
+        if writes:
+            await write()
+        return prompt
 
     @tn.define_tool(idempotent=True)  # a read: a crash may run it again (no begin mark)
     def lookup(key: str) -> str:
@@ -111,6 +128,8 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
             "in_process": None,
             "durable": DurableAgent(agent, name="bench_pair"),
             "durable_no_events": DurableAgent(agent, name="bench_quiet", events=False),
+            "dbos_only": None,
+            "dbos_only_writes": None,
         }
         config: DBOSConfig = {"name": "bench", "system_database_url": db, "log_level": "WARNING"}
         # As docs/durable.md advises: on SQLite, commits that need not wait for the disk.
@@ -125,13 +144,18 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
                 for side in order:
                     durable = sides[side]
                     began, began_cpu = time.perf_counter_ns(), time.process_time_ns()
-                    if durable is None:
+                    if side.startswith("dbos_only"):
+                        # DBOS's own cost of the run's steps (and stream writes): a workflow
+                        # of as many empty steps, which the durable run cannot go below.
+                        with SetWorkflowID(f"bare-{uuid.uuid4().hex}"):
+                            result = await empty_steps("What?", side == "dbos_only_writes")
+                    elif durable is None:
                         result = await agent.run("What is the answer?")
                     else:
                         run_id = f"pair-{uuid.uuid4().hex}"
                         result = await durable.run("What is the answer?", run_id=run_id)
                     elapsed = (time.perf_counter_ns() - began) / 1e6
-                    assert result.status == "completed", result
+                    assert side.startswith("dbos_only") or result.status == "completed", result
                     if index >= warmup:
                         times[side].append(elapsed)
                         cpu[side].append((time.process_time_ns() - began_cpu) / 1e6)
@@ -142,6 +166,10 @@ async def _overhead(db: str, runs: int, warmup: int) -> dict[str, Any]:
     cpu50 = {side: statistics.median(values) for side, values in cpu.items()}
     plain = p50["in_process"]
     return {
+        # DBOS alone: what its steps cost a run (and with the run's two stream writes).
+        "dbos_only_per_step_ms": p50["dbos_only"] / STEPS_PER_PAIR,
+        "dbos_only_cpu_per_step_ms": cpu50["dbos_only"] / STEPS_PER_PAIR,
+        "dbos_only_writes_per_step_ms": p50["dbos_only_writes"] / STEPS_PER_PAIR,
         # CPU of this process (the fake's thread included on both sides): less sensitive
         # to a loaded machine than the wall time, but blind to waiting on the database.
         "cpu_per_step_ms": (cpu50["durable"] - cpu50["in_process"]) / STEPS_PER_PAIR,
@@ -568,6 +596,14 @@ def table(results: dict[str, Any]) -> list[str]:
             f"without events {r['no_events_ratio']:.2f} x, +{r['no_events_per_step_ms']:.2f} ms"
             f"; target <= {STEP_TARGET_MS:.0f} ms: {met}; CPU per step +"
             f"{r['cpu_per_step_ms']:.2f} ms (+{r['no_events_cpu_per_step_ms']:.2f} without events)"
+        )
+        alone, writes = r["dbos_only_per_step_ms"], r["dbos_only_writes_per_step_ms"]
+        lines.append(
+            f"  DBOS alone ({database}): a workflow of {STEPS_PER_PAIR} empty steps {alone:.2f}"
+            f" ms per step (CPU {r['dbos_only_cpu_per_step_ms']:.2f} ms), with the run's two "
+            f"stream writes {writes:.2f} ms; the durable run beyond DBOS: "
+            f"+{r['per_step_ms'] - writes:.2f} ms per step, "
+            f"+{r['no_events_per_step_ms'] - alone:.2f} without events"
         )
     f, b, k = results["floor"], results["batch"], results["floor_sdk"]
     for name, r in (("bare DBOS floor", f), ("distributed batch", b), ("DBOS + raw SDK", k)):

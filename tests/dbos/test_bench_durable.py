@@ -29,6 +29,8 @@ def test_the_overhead_probe_runs_a_pair_durably_and_in_process(tmp_path: Path) -
     assert figures["runs"] == 2
     assert figures["durable_ms"] > 0 and figures["in_process_ms"] > 0
     assert set(figures) >= {"ratio", "per_step_ms", "no_events_ratio", "no_events_per_step_ms"}
+    # DBOS alone: three empty steps, and the same with the run's two stream writes.
+    assert figures["dbos_only_per_step_ms"] > 0 and figures["dbos_only_writes_per_step_ms"] > 0
 
 
 @pytest.mark.timeout(300)
@@ -50,8 +52,11 @@ def test_the_floor_and_the_batch_run_and_the_table_reads_them(tmp_path: Path) ->
     overhead = {"durable_ms": 1.0, "in_process_ms": 1.0, "ratio": 1.0, "per_step_ms": 0.0}
     overhead |= {"no_events_ratio": 1.0, "no_events_per_step_ms": 0.0}
     overhead |= {"cpu_per_step_ms": 0.0, "no_events_cpu_per_step_ms": 0.0}
+    overhead |= {"dbos_only_per_step_ms": 0.5, "dbos_only_cpu_per_step_ms": 0.5}
+    overhead |= {"dbos_only_writes_per_step_ms": 0.75}
     lines = bench.table({"overhead": {"sqlite": overhead}, **results})
     assert any(line.startswith("bare DBOS floor") for line in lines)
+    assert any("DBOS alone (sqlite)" in line for line in lines)
     assert any(line.startswith("DBOS + raw SDK") for line in lines)
     assert any("of the floor's throughput" in line for line in lines)
     assert any("DBOS's floor, a new process" in line for line in lines)
