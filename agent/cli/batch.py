@@ -529,7 +529,7 @@ def command(args: argparse.Namespace) -> int:
     if args.engine == "gemini-batch":
         check_gemini_batch_flags(args, "batch")
     if args.engine == "dbos":
-        from agent.cli._dbos_batch import submit
+        from agent.cli._dbos_submit import submit
 
         return submit(args, tasks)  # without the Gemini SDK: the workers make the calls
     if args.out is None:
