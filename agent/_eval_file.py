@@ -17,6 +17,7 @@ from typing import Any
 from agent._eval_checks import TRAJECTORY_MODES, Expect
 from agent._fields import check_fields, mapping
 from agent.errors import ConfigurationError
+from toolnexus.builtins._workspace import MAX_PATH
 
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "EvalCase", "EvalFile", "load_evals"]
 
@@ -35,8 +36,6 @@ _EXPECT_KEYS = frozenset(
         "rubric",
     }
 )
-_MAX_PATH = 4096
-"""The longest path the built-in file tools take (characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +239,8 @@ def _check_file_name(name: Any, where: str) -> None:
         problem = "is empty, not text, or holds a NUL character"
     elif PurePosixPath(text).is_absolute() or text.startswith("~"):
         problem = "is an absolute path, outside the sample's workspace"
-    elif len(text) > _MAX_PATH:
-        problem = f"is longer than {_MAX_PATH} characters"
+    elif len(text) > MAX_PATH:
+        problem = f"is longer than {MAX_PATH} characters"
     elif posixpath.normpath(text).split("/")[0] == "..":
         problem = "climbs out of the sample's workspace with .."
     elif posixpath.normpath(text) == ".":
