@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -37,7 +36,7 @@ from agent._loop import Run
 from agent._media import read_prompt
 from agent._routing import SignatureRepair
 from agent._session import open_session
-from agent._state import RunState, current_run
+from agent._state import RECORDING, RunState, current_run
 from agent._traced import Tracing
 from agent.errors import ConfigurationError, DeadlineExceededError, RunError
 from agent.events import DoneEvent, Event, SubAgentEvent
@@ -197,13 +196,16 @@ def _hook_calls(hooks: Capability | Hooks | None) -> Capability | None:
 class _Recording(Capability):
     """Records each run made inside an `agent.recording.record` block.
 
-    Such a block is opened through ``agent.recording``; until that module is imported no run
-    can be recorded, and a run does not load it.
+    A run outside such a block reads one context variable and does not load
+    ``agent.recording``; inside one, the module is loaded already (it opened the block).
     """
 
     def start(self, run: RunState) -> RunCapability | None:
-        recording = sys.modules.get("agent.recording")
-        return recording.Recorder().start(run) if recording is not None else None
+        if RECORDING.get() is None:
+            return None
+        from agent.recording import Recorder
+
+        return Recorder().start(run)
 
 
 class _Budget(Capability):

@@ -35,14 +35,21 @@ if TYPE_CHECKING:
     from agent._result import Limit, Status, ToolCallRecord
     from agent.events import RetryEvent
     from agent.hooks import ModelRequest
+    from agent.recording import Recording
     from agent.steps import Steps
     from toolnexus import Request, Toolkit
 
-__all__ = ["Outbox", "RunState", "Tally", "current_run"]
+__all__ = ["RECORDING", "Outbox", "RunState", "Tally", "current_run"]
 
 _CURRENT: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
     "agent_run", default=None
 )
+
+RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
+    "agent_recording", default=None
+)
+"""The recording of the `agent.recording.record` block code runs in, if any (that module
+sets it; every run reads it, so it lives here, where reading it loads nothing)."""
 
 
 def current_run() -> RunState | None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent._capability import Capability, Invocation, Proceed, RunCapability
+from agent._state import RECORDING
 
 if TYPE_CHECKING:
     from agent._result import RunResult, Usage
@@ -47,9 +48,6 @@ __all__ = ["Recording", "TraceNode", "record"]
 NodeKind = Literal["run", "turn", "model_call", "tool_call"]
 """What a node stands for."""
 
-_RECORDING: contextvars.ContextVar[Recording | None] = contextvars.ContextVar(
-    "agent_recording", default=None
-)
 _CALLER: contextvars.ContextVar[TraceNode | None] = contextvars.ContextVar(
     "agent_recording_caller", default=None
 )
@@ -208,20 +206,20 @@ def record(recording: Recording | None = None) -> Iterator[Recording]:
         The `Recording`; it fills in while the runs go on.
     """
     recording = recording if recording is not None else Recording()
-    token = _RECORDING.set(recording)
+    token = RECORDING.set(recording)
     caller = _CALLER.set(None)
     try:
         yield recording
     finally:
         _CALLER.reset(caller)
-        _RECORDING.reset(token)
+        RECORDING.reset(token)
 
 
 class Recorder(Capability):
     """Records each run into the `Recording` of the `record` block it runs in, if any."""
 
     def start(self, run: RunState) -> RunCapability | None:
-        recording = _RECORDING.get()
+        recording = RECORDING.get()
         if recording is None:
             return None
         parent = _CALLER.get()

@@ -71,7 +71,8 @@ def prime_bytecode() -> None:
     """Import what the workers, the submit and the probes import, so they find bytecode."""
     code = (
         "import dbos, agent, agent.dbos, agent.testing, agent.cli.batch, agent.cli.worker, "
-        "agent.cli._dbos_batch, agent.cli._dbos_liveness, agent._loop, agent._plan"
+        "agent.cli._dbos_batch, agent.cli._dbos_submit, agent.cli._dbos_worker, "
+        "agent.cli._dbos_liveness, agent._loop, agent._plan"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(), check=True)
 
@@ -367,7 +368,7 @@ def floor(
     DBOS and the SDK, nothing of ours). The tasks are enqueued with DBOS's client, 100 per
     transaction, before the time starts (the batch's own fan-out counts in its time).
     """
-    from agent.cli import _dbos_batch
+    from agent.cli import _dbos_batch, _dbos_submit
     from agent.testing import FakeGemini
 
     queue = "toolnexus-bench-floor"
@@ -392,8 +393,8 @@ def floor(
                 )
                 items = [(f"floor:t{i}", {"id": f"t{i}"}) for i in range(tasks)]
                 engine = _dbos_batch.engine_for(db)
-                for start in range(0, tasks, _dbos_batch.ENQUEUE_CHUNK):
-                    chunk = items[start : start + _dbos_batch.ENQUEUE_CHUNK]
+                for start in range(0, tasks, _dbos_submit.ENQUEUE_CHUNK):
+                    chunk = items[start : start + _dbos_submit.ENQUEUE_CHUNK]
                     _dbos_batch.enqueue(client, engine, BARE_WORKFLOW, queue, chunk)
                 engine.dispose()
             m.started()

@@ -12,61 +12,45 @@ holds whatever the number of workers.
 
 The submitting process needs DBOS only (not the Gemini SDK), and writes one row: a
 submission workflow on the batch's queue, carrying the tasks. The first worker to dequeue
-it enqueues the tasks, `ENQUEUE_CHUNK` per transaction and step, so a submit costs the same
-for ten tasks as for ten thousand, and nothing is lost or doubled if a process dies on the
-way (see `batch_submit`). Worker liveness (who died, whose tasks go back) is
-`agent.cli._dbos_liveness`.
+it enqueues the tasks, `agent.cli._dbos_submit.ENQUEUE_CHUNK` per transaction and step, so
+a submit costs the same for ten tasks as for ten thousand, and nothing is lost or doubled
+if a process dies on the way.
+
+The distributed batch is four modules:
+
+- this one: what every side shares: the DBOS application and its configuration, the
+  database (URL, client, engine), the names of the workflows, a task's workflow id, and
+  the batch's queue (its limits, its polling interval, enqueueing into it);
+- `agent.cli._dbos_submit`: submitting a batch, and the submission workflow that fans a
+  submission out into its tasks;
+- `agent.cli._dbos_worker`: what runs the tasks in a worker (the task workflow and the
+  agents it runs);
+- `agent.cli._dbos_liveness`: worker liveness (who died, whose tasks go back).
 
 This module imports ``dbos``; the subcommands import it only when they run.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
-import inspect
-import json
 import math
-import os
-import re
-import socket
 import string
-import sys
-import time
 import urllib.parse
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import sqlalchemy as sa
-from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions, StepOptions
+from dbos import DBOS, DBOSClient, DBOSConfig, EnqueueOptions
 
 from agent.cli import _engine_flags
-from agent.cli._exits import EXIT_OK, CliError
-from agent.cli._options import read_system
-from agent.cli._rate import rate_of, rate_spec
-from agent.cli._records import crashed_record, result_record
-from agent.cli.run import with_files
-from agent.dbos import DatabaseLedger, DbosSteps, engine_options, run_durably
-from agent.errors import RunError
-
-if TYPE_CHECKING:
-    from agent import Agent
-    from agent.capabilities import ContextCache, TokenRate
-    from agent.cli._model import AgentFactory
-    from agent.cli.batch import Task
-    from toolnexus import Toolkit
+from agent.cli._exits import CliError
+from agent.dbos import engine_options
 
 __all__ = [
     "APP_NAME",
     "SUBMIT_WORKFLOW",
     "TASK_WORKFLOW",
     "WORKER_PREFIX",
-    "Submission",
-    "WorkerRuntime",
     "client",
     "db_url",
     "dbos_config",
@@ -75,8 +59,6 @@ __all__ = [
     "polling_interval",
     "redact",
     "register_queue",
-    "submissions",
-    "submit",
     "task_of",
     "task_workflow_id",
 ]
@@ -92,17 +74,13 @@ TASK_WORKFLOW = "toolnexus.batch_task"
 """The workflow that runs one task."""
 
 SUBMIT_WORKFLOW = "toolnexus.batch_submit"
-"""The workflow that enqueues a submitted batch's tasks (see `batch_submit`)."""
+"""The workflow that enqueues a submitted batch's tasks (see
+`agent.cli._dbos_submit.batch_submit`)."""
 
 DEFAULT_DB = _engine_flags.DEFAULT_DB
 
 WORKER_PREFIX = "toolnexus-worker-"
 """The start of every worker's executor id (only such executors are recovered)."""
-
-ENQUEUE_CHUNK = 100
-"""Tasks a worker enqueues per transaction (and per step) when it fans a submission out."""
-
-_BATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 # --------------------------------------------------------------------------- shared
@@ -287,437 +265,3 @@ def enqueue(
                 "app_version": APP_VERSION,
             }
             dbos.enqueue_in_transaction(connection, options, payload)
-
-
-# --------------------------------------------------------------------------- submit
-
-
-def submit(args: argparse.Namespace, tasks: list[Task]) -> int:
-    """Enqueue ``tasks`` as a batch (``batch --engine dbos``); return the exit code."""
-    from agent.cli import batch_status
-
-    batch = args.name or Path(args.tasks).stem
-    if not _BATCH_NAME.fullmatch(batch):
-        raise CliError(
-            f"batch: the batch name {batch!r} may hold letters, digits, '_', '.' and '-' "
-            "only; choose one with --name"
-        )
-    _check_flags(args)
-    url = db_url(args.db)
-    payload = _Payload(args, batch)
-    ids = {task.id: task_workflow_id(batch, task.id) for task in tasks}
-    queue = queue_name(batch)
-    with client(url) as dbos:
-        register_queue(
-            dbos,
-            queue,
-            tasks=len(tasks),
-            concurrency=args.concurrency,
-            worker_concurrency=args.worker_concurrency or args.concurrency,
-        )
-        known = _known(dbos, batch)
-        todo = [task for task in tasks if task.id not in known]
-        if todo:
-            options: EnqueueOptions = {
-                "workflow_name": SUBMIT_WORKFLOW,
-                "queue_name": queue,
-                # A task's escaped id holds no "@": no submission can take a task's id.
-                "workflow_id": f"{batch}:@{uuid.uuid4().hex}",
-                "app_version": APP_VERSION,
-            }
-            try:
-                dbos.enqueue(options, queue, [(ids[t.id], payload.of(t)) for t in todo])
-            except sa.exc.SQLAlchemyError as exc:
-                raise CliError(
-                    f"batch {batch}: the submit failed ({_reason(exc)}), nothing was added; "
-                    "run the same command again"
-                ) from None
-        added = len(todo)
-    sys.stderr.write(
-        f"batch {batch}: {added} tasks enqueued, {len(tasks) - added} already there; "
-        f"database {redact(url)}\n"
-        f"run workers:  toolnexus-agent worker --db URL\n"
-        f"see progress: toolnexus-agent batch-status --db URL --name {batch}\n",
-    )
-    if args.out:
-        return batch_status.follow_batch(url, batch, args.out)
-    return EXIT_OK
-
-
-def _known(dbos: DBOSClient, batch: str) -> set[str]:
-    """Return the ids of the batch's tasks: enqueued, or held by a submission still to run."""
-    statuses = dbos.list_workflows(
-        name=TASK_WORKFLOW, workflow_id_prefix=f"{batch}:", load_input=False, load_output=False
-    )
-    known = {task_of(status.workflow_id)[1] for status in statuses}
-    for submission in submissions(dbos, batch):
-        if submission.active:
-            known.update(task_of(workflow_id)[1] for workflow_id in submission.workflow_ids)
-    return known
-
-
-_ACTIVE = ("ENQUEUED", "DELAYED", "PENDING")
-_ENDED_EARLY = ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A submission of a batch that has not enqueued all its tasks (`submissions`)."""
-
-    batch: str
-    """The batch it adds tasks to."""
-    status: str
-    """Its workflow's DBOS status."""
-    workflow_ids: tuple[str, ...]
-    """The workflow ids of the tasks it carries (some may be enqueued already)."""
-
-    @property
-    def active(self) -> bool:
-        """Whether it is still to run, or running: its tasks are on their way."""
-        return self.status in _ACTIVE
-
-
-def submissions(dbos: DBOSClient, batch: str | None = None) -> list[Submission]:
-    """Return the submissions of ``batch`` (of every batch: ``None``) that may hold tasks.
-
-    Those waiting for a worker or being fanned out, and those that ended before they
-    enqueued every task (cancelled, failed); one that succeeded enqueued them all.
-    """
-    statuses = dbos.list_workflows(
-        name=SUBMIT_WORKFLOW,
-        workflow_id_prefix=f"{batch}:" if batch else None,
-        status=[*_ACTIVE, *_ENDED_EARLY],
-        load_output=False,
-    )
-    return [
-        Submission(
-            task_of(status.workflow_id)[0],
-            status.status,
-            tuple(workflow_id for workflow_id, _ in status.input["args"][1]),  # type: ignore[index]
-        )
-        for status in statuses
-    ]
-
-
-def _reason(exc: sa.exc.SQLAlchemyError) -> str:
-    """Return the first line of the driver's message (SQLAlchemy adds the statement, a link)."""
-    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-class _Payload:
-    """Builds each task's workflow input: the task, with what the batch's flags decide.
-
-    Carried with the task, so every worker applies what the local runner would, whatever
-    its own command line says: the approval policy, the typed output, the model chain, the
-    context cache, the rate limits.
-    """
-
-    def __init__(self, args: argparse.Namespace, batch: str) -> None:
-        self.args = args
-        self.batch = batch
-        self.system = read_system(args.system)
-        self.output_schema = _output_schema(args.output_schema)
-        self.rate = rate_spec(args)
-        self.cache = _cache_setting(args)
-
-    def of(self, task: Task) -> dict[str, Any]:
-        args = self.args
-        return {
-            "id": task.id,
-            "batch": self.batch,
-            "prompt": task.prompt,
-            "model": task.model or args.model,
-            # The --model chain goes with the task (a task's own model: none).
-            "fallback_models": [] if task.model else list(args.models[1:]),
-            "system": task.system if task.system is not None else self.system,
-            "max_turns": task.max_turns or args.max_turns,
-            "files": [str(Path(name).resolve()) for name in task.files],
-            "allow": list(task.allow),
-            "approval": args.approval,
-            "output_schema": self.output_schema,
-            "deps": args.deps,
-            "builtin_tools": list(args.builtin_tools or ()),
-            # The context cache of --cache: each worker keeps one per setting.
-            "cache": self.cache,
-            "rate": self.rate,
-        }
-
-
-def _cache_setting(args: argparse.Namespace) -> list[Any] | None:
-    """Return ``[ttl, mode]`` of ``--cache`` and ``--cache-mode`` (the workers make the cache).
-
-    Read from the flags, not from a `ContextCache`: the submitter stays without the SDK.
-
-    Raises:
-        CliError: ``--cache-mode`` without ``--cache``.
-    """
-    ttl, mode = getattr(args, "cache", None), getattr(args, "cache_mode", None)
-    if ttl is None:
-        if mode is not None:
-            raise CliError("toolnexus-agent: --cache-mode needs --cache TTL")
-        return None
-    return [float(ttl), mode or "auto"]
-
-
-def _output_schema(spec: str | None) -> dict[str, Any] | None:
-    """Return the JSON Schema of ``--output-schema`` (a file, or a type resolved here)."""
-    from agent.cli.run import load_output_type
-
-    output_type = load_output_type(spec)
-    if output_type is None or isinstance(output_type, dict):
-        return output_type
-    import pydantic
-
-    try:
-        schema: dict[str, Any] = pydantic.TypeAdapter(output_type).json_schema()
-    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
-        raise CliError(f"--output-schema: {spec} cannot be described as JSON: {exc}") from None
-    return schema
-
-
-def _check_flags(args: argparse.Namespace) -> None:
-    """Refuse the flags a distributed batch cannot honour, and limits out of range."""
-    if args.worker_concurrency is not None and not (
-        1 <= args.worker_concurrency <= args.concurrency
-    ):
-        raise CliError("--worker-concurrency must be between 1 and --concurrency")
-    if args.budget_usd is not None:
-        raise CliError(
-            "batch: --budget-usd is kept by the local runner, which sees every task's cost as "
-            "it is recorded; with --engine dbos, limit the batch with --concurrency or run it "
-            "locally"
-        )
-    if getattr(args, "service_tier", None) or getattr(args, "fallback_tier", None):
-        raise CliError(
-            "batch: with --engine dbos the workers make the model calls: give --service-tier "
-            "(and --fallback-tier) to `toolnexus-agent worker`, not to the batch"
-        )
-    rate_spec(args)  # --tpm, --rpm and --rpm-window in range
-
-
-# --------------------------------------------------------------------------- workers
-
-
-async def maybe(value: Any) -> Any:
-    """Await ``value`` when a ``--deps`` factory returned an awaitable."""
-    return await value if inspect.isawaitable(value) else value
-
-
-class WorkerRuntime:
-    """What the task workflow needs in a worker: the agents, built from the worker's flags.
-
-    The worker's own agent is made at once, before the worker takes tasks: it opens the
-    SDK client that the agents of all tasks share (one per client configuration in a
-    process), so the first task of each worker does not pay for opening it.
-
-    Args:
-        factory: Makes the agents (the worker's model and client flags).
-        toolkit: The worker's tools.
-        url: The batch database, where the batches' rate limits keep their entries.
-
-    Raises:
-        CliError: The worker's flags make no agent.
-    """
-
-    current: ClassVar[WorkerRuntime | None] = None
-    """The runtime of this process (set by the worker before DBOS launches)."""
-
-    def __init__(self, factory: AgentFactory, toolkit: Toolkit, url: str) -> None:
-        self.factory = factory
-        self.toolkit = toolkit
-        self.url = url
-        self.agent = factory.make(toolkit)
-        """The agent of the worker's flags, holding the SDK client the tasks' agents share."""
-        self._enqueuer: tuple[DBOSClient, sa.Engine] | None = None
-        self._agents: dict[tuple[Any, ...], Agent] = {}
-        self._deps: dict[str, Any] = {}
-        self._rates: dict[tuple[Any, ...], TokenRate] = {}
-        self._ledgers: dict[str, DatabaseLedger] = {}
-        self._caches: dict[tuple[float, str], ContextCache] = {}
-
-    def agent_for(self, task: Mapping[str, Any]) -> Agent:
-        """Return the agent for a task's settings (tasks with the same ones share it)."""
-        from agent.cli._approval import cli_policy
-
-        allow = tuple(task.get("allow") or ())
-        approval = task.get("approval") or "ask"
-        schema = task.get("output_schema")
-        # A task enqueued by an older version carries no chain: the worker's --model flags.
-        carried = task.get("fallback_models")
-        fallbacks = tuple(carried) if carried is not None else None
-        builtin = tuple(task.get("builtin_tools") or ())
-        rate = self.rate_for(task)
-        key = (
-            task["model"],
-            task["system"],
-            task["max_turns"],
-            allow,
-            approval,
-            json.dumps(schema, sort_keys=True),
-            builtin,
-            tuple(task.get("cache") or ()),
-            fallbacks,
-            id(rate),
-        )
-        if key not in self._agents:
-            # Nobody answers in a batch: a call that would ask is refused, unless allowed.
-            policy = cli_policy(approval, self.toolkit, allow=allow, unattended=True)
-            self._agents[key] = self.factory.make(
-                self.toolkit,
-                model=task["model"],
-                system=task["system"],
-                max_turns=task["max_turns"],
-                approval=policy,
-                output_type=schema,
-                builtin_tools=builtin,
-                cache=self._cache_of(task),
-                fallbacks=fallbacks,
-                rate=rate,
-            )
-        return self._agents[key]
-
-    def _cache_of(self, task: Mapping[str, Any]) -> ContextCache | None:
-        """Return the context cache of a task's ``--cache`` (else the worker's own, if any).
-
-        The tasks of one setting share one cache in this worker; other workers find it on
-        the server.
-        """
-        setting = task.get("cache")
-        if not setting:
-            return self.factory.cache
-        ttl, mode = float(setting[0]), str(setting[1])
-        if (ttl, mode) not in self._caches:
-            from agent.capabilities import ContextCache
-
-            self._caches[ttl, mode] = ContextCache(ttl=ttl, mode=mode)  # type: ignore[arg-type]
-        return self._caches[ttl, mode]
-
-    def rate_for(self, task: Mapping[str, Any]) -> TokenRate | None:
-        """Return the batch's rate limit on the batch database (one per batch and limits)."""
-        spec = task.get("rate")
-        if spec is None:
-            return None
-        batch = str(task.get("batch"))
-        key = (batch, spec["tokens"], spec["requests"], spec["per"])
-        if key not in self._rates:
-            if batch not in self._ledgers:
-                self._ledgers[batch] = DatabaseLedger(self.url, name=f"batch:{batch}")
-            rate = rate_of(spec, self._ledgers[batch])
-            assert rate is not None
-            self._rates[key] = rate
-        return self._rates[key]
-
-    def deps_of(self, task: Mapping[str, Any]) -> Any:
-        """Return the task's ``deps`` from the batch's ``--deps`` factory (imported once)."""
-        spec = task.get("deps")
-        if spec is None:
-            return None
-        from agent.cli.batch import Task, load_deps_factory
-
-        if spec not in self._deps:
-            self._deps[spec] = load_deps_factory(spec)
-        factory = self._deps[spec]
-        fields = ("id", "prompt", "model", "system", "max_turns")
-        one = Task(
-            **{name: task[name] for name in fields},
-            files=tuple(task.get("files") or ()),
-            allow=tuple(task.get("allow") or ()),
-        )
-        return factory(one) if factory is not None else None
-
-    async def enqueue(self, queue: str, items: Sequence[tuple[str, Any]]) -> None:
-        """Enqueue tasks of a submission in one transaction (a client made at the first)."""
-        if self._enqueuer is None:
-            engine = engine_for(self.url)
-            client = DBOSClient(system_database_engine=engine, application_name=APP_NAME)
-            self._enqueuer = client, engine
-        dbos, engine = self._enqueuer
-        await asyncio.to_thread(enqueue, dbos, engine, TASK_WORKFLOW, queue, items)
-
-    def close(self) -> None:
-        """Close the database connections of the rate limits and of the submissions."""
-        for ledger in self._ledgers.values():
-            ledger.close()
-        if self._enqueuer is not None:
-            dbos, engine = self._enqueuer
-            dbos.destroy()
-            engine.dispose()
-
-
-def _runtime() -> WorkerRuntime:
-    if WorkerRuntime.current is None:
-        raise RuntimeError("batch tasks run in `toolnexus-agent worker` processes only")
-    return WorkerRuntime.current
-
-
-async def _run_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Run one task durably; return its result line, as the local runner writes it.
-
-    Its steps are the run's model and tool calls, nothing else. The duration is this
-    execution's, read from a plain clock: a task a crash cut off and another worker
-    resumed reports the time since it was resumed.
-    """
-    runtime = _runtime()
-    started = time.monotonic()
-    # A question gets no answer in a batch: the task ends "pending", as in the local runner.
-    steps = DbosSteps(answer_timeout=0)
-    try:
-        agent = runtime.agent_for(task)
-        deps = await maybe(runtime.deps_of(task))
-        prompt = with_files(task["prompt"], list(task.get("files") or ()))
-        result = await run_durably(agent, prompt, steps=steps, publish=False, deps=deps)
-        error = None
-    except RunError as exc:
-        result, error = exc.result, str(exc)
-    except Exception as exc:  # one task's failure must not stop the batch
-        model = task["model"] or runtime.factory.model
-        return crashed_record(task["id"], model, exc, time.monotonic() - started)
-    return result_record(task["id"], result, error, time.monotonic() - started)
-
-
-batch_task = DBOS.workflow(name=TASK_WORKFLOW)(_run_task)
-"""The workflow every task of every batch runs as (registered when this module loads)."""
-
-
-def _lost_database(error: BaseException) -> bool:
-    return isinstance(error, (sa.exc.OperationalError, sa.exc.InterfaceError))
-
-
-_ENQUEUE_STEP: StepOptions = {
-    "name": "toolnexus.enqueue_tasks",
-    # A lost database is waited out, as the worker waits it out (about 8 minutes): the
-    # chunk is enqueued again, which is harmless. Then the submission fails, and its tasks
-    # not enqueued show in batch-status, to be submitted again.
-    "retries_allowed": True,
-    "should_retry": _lost_database,
-    "max_attempts": 10,
-    "interval_seconds": 1.0,
-    "backoff_rate": 2.0,
-}
-
-
-async def _submit(queue: str, items: list[tuple[str, dict[str, Any]]]) -> int:
-    """Enqueue a submission's tasks on the batch's queue; return how many it carried.
-
-    Each `ENQUEUE_CHUNK` of tasks is one transaction and one step. A worker that dies on
-    the way leaves the submission to another (`agent.cli._dbos_liveness`), which skips the
-    chunks recorded; a chunk that committed but was not recorded yet is enqueued again,
-    which adds nothing (a task's workflow id is its key). So a task is neither lost (the
-    submission holds it until it is enqueued) nor doubled.
-    """
-    runtime = _runtime()
-    for start in range(0, len(items), ENQUEUE_CHUNK):
-        chunk = items[start : start + ENQUEUE_CHUNK]
-        await DBOS.run_step_async(_ENQUEUE_STEP, runtime.enqueue, queue, chunk)
-    return len(items)
-
-
-batch_submit = DBOS.workflow(name=SUBMIT_WORKFLOW)(_submit)
-"""The workflow a batch is submitted as: `submit` enqueues it, carrying the tasks."""
-
-
-def executor_id() -> str:
-    """Return a new worker's executor id: unique, and naming the machine and process."""
-    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:40]
-    return f"{WORKER_PREFIX}{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -171,7 +171,8 @@ def redraw(lines: Sequence[str], drawn: int) -> str:
 
 
 def _read(client: DBOSClient, name: str | None) -> list[Progress]:
-    from agent.cli._dbos_batch import TASK_WORKFLOW, submissions, task_of
+    from agent.cli._dbos_batch import TASK_WORKFLOW, task_of
+    from agent.cli._dbos_submit import submissions
 
     statuses = client.list_workflows(
         name=TASK_WORKFLOW,

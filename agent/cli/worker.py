@@ -97,16 +97,21 @@ def command(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
     from dbos import DBOS
 
-    from agent.cli import _dbos_batch, _dbos_liveness
+    from agent.cli import (
+        _dbos_batch,
+        _dbos_liveness,
+        _dbos_submit,  # noqa: F401  (registers the submission workflow)
+        _dbos_worker,
+    )
 
-    me = _dbos_batch.executor_id()
+    me = _dbos_worker.executor_id()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with open_agents(args, own) as (factory, toolkit):
-        runtime = _dbos_batch.WorkerRuntime(factory, toolkit, url)
-        _dbos_batch.WorkerRuntime.current = runtime
+        runtime = _dbos_worker.WorkerRuntime(factory, toolkit, url)
+        _dbos_worker.WorkerRuntime.current = runtime
         with _dbos_batch.client(url):  # creates the database when it is new
             pass
         # The lock before launch: from launch on, this worker may hold tasks.
@@ -126,7 +131,7 @@ async def _serve(args: argparse.Namespace, url: str, own: list[Tool]) -> None:
         finally:
             liveness.close()
             runtime.close()
-            _dbos_batch.WorkerRuntime.current = None
+            _dbos_worker.WorkerRuntime.current = None
     sys.stderr.write(f"worker {me} stopped\n")
 
 

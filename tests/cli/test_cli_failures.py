@@ -26,12 +26,13 @@ def without_dbos(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the ``dbos`` extra look uninstalled (``None`` in sys.modules halts the import)."""
     for name in list(sys.modules):
         if name.split(".")[0] in ("dbos", "sqlalchemy") or name.startswith(
-            ("agent.cli._dbos_batch", "agent.dbos")
+            ("agent.cli._dbos_", "agent.dbos")
         ):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "sqlalchemy", None)
     monkeypatch.setitem(sys.modules, "dbos", None)
-    monkeypatch.delattr(agent.cli, "_dbos_batch", raising=False)
+    for module in ("_dbos_batch", "_dbos_liveness", "_dbos_submit", "_dbos_worker"):
+        monkeypatch.delattr(agent.cli, module, raising=False)
 
 
 @pytest.fixture

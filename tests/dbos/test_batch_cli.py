@@ -163,7 +163,9 @@ async def test_a_submission_enqueues_its_tasks_once_however_often_it_runs(
     import httpx
     from dbos import DBOS
 
-    from agent.cli._dbos_batch import TASK_WORKFLOW, WorkerRuntime, batch_submit, client
+    from agent.cli._dbos_batch import TASK_WORKFLOW, client
+    from agent.cli._dbos_submit import batch_submit
+    from agent.cli._dbos_worker import WorkerRuntime
     from agent.cli._model import AgentFactory
     from toolnexus import Toolkit
 
@@ -208,7 +210,7 @@ def test_the_polling_interval_grows_with_the_batch() -> None:
 def test_the_model_chain_goes_with_each_task_to_the_workers(tmp_path: Path) -> None:
     import httpx
 
-    from agent.cli._dbos_batch import WorkerRuntime
+    from agent.cli._dbos_worker import WorkerRuntime
     from agent.cli._model import AgentFactory
     from toolnexus import Toolkit
 
