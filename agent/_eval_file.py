@@ -15,9 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agent._eval_checks import TRAJECTORY_MODES, Expect
-from agent._fields import check_fields, mapping
 from agent.errors import ConfigurationError
-from toolnexus.builtins._workspace import MAX_PATH
 
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "EvalCase", "EvalFile", "load_evals"]
 
@@ -36,6 +34,8 @@ _EXPECT_KEYS = frozenset(
         "rubric",
     }
 )
+_MAX_PATH = 4096
+"""The longest path the built-in file tools take (characters)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +104,10 @@ def load_evals(path: str | Path) -> EvalFile:
     unknown = set(map(str, data)) - {"cases", "defaults", "judge"}
     if unknown:
         raise ConfigurationError(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}")
-    defaults = mapping(data.get("defaults") or {}, f"{where}: defaults")
-    check_fields(defaults, _DEFAULT_KEYS, f"{where}: defaults")
-    judge = mapping(data.get("judge") or {}, f"{where}: judge")
-    check_fields(judge, frozenset({"model", "scenario"}), f"{where}: judge")
+    defaults = _mapping(data.get("defaults") or {}, f"{where}: defaults")
+    _keys(defaults, _DEFAULT_KEYS, f"{where}: defaults")
+    judge = _mapping(data.get("judge") or {}, f"{where}: judge")
+    _keys(judge, frozenset({"model", "scenario"}), f"{where}: judge")
     items = data.get("cases")
     if not isinstance(items, list) or not items:
         raise ConfigurationError(f"{where}: `cases` must be a non-empty list")
@@ -156,9 +156,24 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:500]
 
 
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{where} must be a mapping")
+    return value
+
+
+def _keys(item: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = set(map(str, item)) - allowed
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+
+
 def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
-    item = mapping(item, where)
-    check_fields(item, _CASE_KEYS, where)
+    item = _mapping(item, where)
+    _keys(item, _CASE_KEYS, where)
     case_id, prompt = item.get("id"), item.get("prompt")
     if not isinstance(case_id, str | int) or isinstance(case_id, bool) or str(case_id) == "":
         raise ConfigurationError(f"{where}: `id` must be a non-empty string or number")
@@ -170,14 +185,14 @@ def _case(item: Any, defaults: Mapping[str, Any], where: str) -> EvalCase:
     where = f"{where} ({case_id})"
     if not isinstance(prompt, str) or not prompt.strip():
         raise ConfigurationError(f"{where}: `prompt` must be non-empty text")
-    files = mapping(item.get("files") or {}, f"{where}: files")
+    files = _mapping(item.get("files") or {}, f"{where}: files")
     if not all(isinstance(v, str) for v in files.values()):
         raise ConfigurationError(f"{where}: `files` maps file names to their text")
     for name in files:
         _check_file_name(name, where)
     expect = {
-        **mapping(defaults.get("expect") or {}, where),
-        **mapping(item.get("expect") or {}, where),
+        **_mapping(defaults.get("expect") or {}, where),
+        **_mapping(item.get("expect") or {}, where),
     }
     merged = {**defaults, **item}
     max_turns = merged.get("max_turns")
@@ -239,8 +254,8 @@ def _check_file_name(name: Any, where: str) -> None:
         problem = "is empty, not text, or holds a NUL character"
     elif PurePosixPath(text).is_absolute() or text.startswith("~"):
         problem = "is an absolute path, outside the sample's workspace"
-    elif len(text) > MAX_PATH:
-        problem = f"is longer than {MAX_PATH} characters"
+    elif len(text) > _MAX_PATH:
+        problem = f"is longer than {_MAX_PATH} characters"
     elif posixpath.normpath(text).split("/")[0] == "..":
         problem = "climbs out of the sample's workspace with .."
     elif posixpath.normpath(text) == ".":
@@ -253,7 +268,7 @@ def _check_file_name(name: Any, where: str) -> None:
 
 
 def _expect(data: Mapping[str, Any], where: str) -> Expect:
-    check_fields(data, _EXPECT_KEYS, f"{where}: expect")
+    _keys(data, _EXPECT_KEYS, f"{where}: expect")
     contains = data.get("text_contains") or ()
     contains = (contains,) if isinstance(contains, str) else tuple(map(str, contains))
     trajectory, ignore = _tools(data.get("tools"), where)

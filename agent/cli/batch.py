@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from agent._fields import check_fields, mapping
 from agent.cli._approval import add_approval_flag, cli_policy
 from agent.cli._engine_flags import add_engine_flags
 from agent.cli._exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, CliError
@@ -210,8 +209,10 @@ def load_tasks(path: str | Path) -> list[Task]:
         unknown = set(data) - {"defaults", "tasks"}
         if unknown:
             raise CliError(f"batch: {path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
-        defaults = mapping(data.get("defaults") or {}, f"batch: {path}: `defaults`", error=CliError)
-        check_fields(defaults, _DEFAULT_KEYS, f"batch: {path}: defaults", error=CliError)
+        defaults = data.get("defaults") or {}
+        if not isinstance(defaults, Mapping):
+            raise CliError(f"batch: {path}: `defaults` must be a mapping")
+        _check_keys(defaults, _DEFAULT_KEYS, f"{path}: defaults")
         data = data.get("tasks")
     if not isinstance(data, list) or not data:
         raise CliError(f"batch: {path}: expected a non-empty list of tasks (or `tasks:` list)")
@@ -228,13 +229,23 @@ def load_tasks(path: str | Path) -> list[Task]:
 
 
 def _mapping(item: Any, path: str | Path, index: int) -> Mapping[str, Any]:
-    where = f"batch: {path}: task {index + 1}"
-    return mapping(item, where, problem="is not a mapping with id and prompt", error=CliError)
+    if not isinstance(item, Mapping):
+        raise CliError(f"batch: {path}: task {index + 1} is not a mapping with id and prompt")
+    return item
+
+
+def _check_keys(item: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = set(map(str, item)) - allowed
+    if unknown:
+        raise CliError(
+            f"batch: {where}: unknown field(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
 
 
 def _task(item: Mapping[str, Any], path: str | Path, index: int) -> Task:
     where = f"{path}: task {index + 1}"
-    check_fields(item, _TASK_KEYS, f"batch: {where}", error=CliError)
+    _check_keys(item, _TASK_KEYS, where)
     task_id, prompt = item.get("id"), item.get("prompt")
     if not isinstance(task_id, str | int) or isinstance(task_id, bool) or str(task_id) == "":
         raise CliError(f"batch: {where}: `id` must be a non-empty string or number")
