@@ -12,6 +12,7 @@ their own tests (tests/dbos/test_batch_cli.py, tests/cli/test_one_factory.py).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from agent import (
 )
 from agent.dbos import DurableAgent, pending, send
 from agent.events import DoneEvent
+from agent.recording import TraceNode, record
 from agent.testing import FakeGemini, function_call, json_output, reply
 
 MODEL = "gemini-3-flash-preview"
@@ -134,8 +136,12 @@ async def by_stream(agent: Agent, deps: Any) -> RunResult:
 
 async def by_run_sync(agent: Agent, deps: Any) -> RunResult:
     done: list[RunResult] = []
+    # The thread stands for synchronous code in the caller's context (a `record` block):
+    # a new thread starts in an empty one.
+    context = contextvars.copy_context()
     thread = threading.Thread(
-        target=lambda: done.append(agent.run_sync("Deploy to prod.", history=HISTORY, deps=deps))
+        target=context.run,
+        args=(lambda: done.append(agent.run_sync("Deploy to prod.", history=HISTORY, deps=deps)),),
     )
     thread.start()
     await asyncio.to_thread(thread.join)
@@ -204,7 +210,8 @@ async def test_every_entry_point_applies_every_feature(
     entry: str, spans: InMemorySpanExporter
 ) -> None:
     agent = DURABLE.agent
-    result = await ENTRY_POINTS[entry](agent, {"user": "alice"})
+    with record() as recording:
+        result = await ENTRY_POINTS[entry](agent, {"user": "alice"})
     sent = model_requests(FAKE)
     assert sent, "the featured agent made no request"
     for body in sent:
@@ -228,6 +235,15 @@ async def test_every_entry_point_applies_every_feature(
         assert "Summary of the earlier conversation" in str(result.contents[0])
     names = {span.name for span in spans.get_finished_spans()}
     assert {"invoke_agent", f"generate_content {MODEL}", "execute_tool deploy"} <= names
+    # Recorded too, the gated tool's call under its run.
+    recorded = [(node.kind, node.name) for node in walk(recording.runs)]
+    assert ("tool_call", "execute_tool deploy") in recorded, recorded
+
+
+def walk(nodes: list[TraceNode]) -> Iterator[TraceNode]:
+    for node in nodes:
+        yield node
+        yield from walk(node.children)
 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
